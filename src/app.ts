@@ -1,0 +1,118 @@
+import cookie from '@fastify/cookie';
+import websocket from '@fastify/websocket';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import type { Bus } from './bus/bus.js';
+import { MemoryBus } from './bus/memory-bus.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config/schema.js';
+import { eventsRoutes } from './http/events-routes.js';
+import { healthRoutes } from './http/health-routes.js';
+import { registerProblemHandlers } from './http/problem.js';
+import { quickLoginRoutes } from './http/quicklogin-routes.js';
+import { Hub } from './hub/hub.js';
+import { TabRegistry } from './hub/registry.js';
+import { EVENTS_SUBPROTOCOL } from './protocol/frames.js';
+import { QuickLogin } from './quicklogin/quicklogin.js';
+import { loadServerSigner, type ServerSigner } from './quicklogin/server-signer.js';
+import { openSqliteStore } from './store/sqlite.js';
+import type { Store } from './store/stores.js';
+
+/** Collaborators a caller may supply (tests: a moved clock, a shared store); the rest are made here. */
+export interface Deps {
+  store?: Store;
+  bus?: Bus;
+  clock?: Clock;
+}
+
+/** The running parts, reachable from tests and the CLI. */
+export interface Services {
+  config: Config;
+  clock: Clock;
+  store: Store;
+  hub: Hub;
+  registry: TabRegistry;
+  quickLogin: QuickLogin;
+  signer: ServerSigner;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    tabwire: Services;
+  }
+}
+
+const HUB_SWEEP_MS = 5_000;
+const CODE_SWEEP_MS = 60_000;
+
+/** The one wiring point (ARCHITECTURE.md §1): a ready Fastify instance that does not listen. */
+export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
+  const app = Fastify({
+    logger: { level: config.logLevel },
+    bodyLimit: config.bodyLimitBytes,
+    // Types are not coerced: "60" is not a number of seconds. All errors, so one answer names every bad field.
+    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+  });
+  const log = app.log as unknown as Logger;
+  const clock = deps.clock ?? systemClock;
+  const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
+  const bus = deps.bus ?? new MemoryBus();
+
+  const hub = new Hub({
+    bus,
+    clock,
+    log: log.child({ module: 'hub' }),
+    outboxLimit: 100,
+    outboxMaxAgeMs: 60_000,
+    tabIdleMs: config.tabIdleSeconds * 1000,
+    onForget: (tabId) => {
+      store.tabs.remove(tabId).catch((err: unknown) => log.error({ err, tabId }, 'removing a forgotten tab failed'));
+    },
+  });
+  const registry = new TabRegistry(store.tabs, hub, clock);
+  const signer = await loadServerSigner(store.serverKeys, clock);
+  const quickLogin = new QuickLogin({
+    store,
+    hub,
+    clock,
+    signer,
+    log: log.child({ module: 'quicklogin' }),
+    publicBaseUrl: config.publicBaseUrl,
+    codeValidityMs: config.codeValiditySeconds * 1000,
+    modulePixels: config.qrModulePixels,
+  });
+  app.decorate('tabwire', { config, clock, store, hub, registry, quickLogin, signer } satisfies Services);
+
+  const timers = [
+    setInterval(() => hub.sweep(), HUB_SWEEP_MS),
+    setInterval(() => {
+      quickLogin.sweep(config.codeValiditySeconds * 1000).catch((err: unknown) => log.error({ err }, 'code sweep failed'));
+    }, CODE_SWEEP_MS),
+  ];
+  for (const t of timers) t.unref();
+
+  registerProblemHandlers(app);
+  await app.register(cookie);
+  await app.register(websocket, {
+    options: {
+      maxPayload: 16 * 1024,
+      handleProtocols: (protocols: Set<string>) => (protocols.has(EVENTS_SUBPROTOCOL) ? EVENTS_SUBPROTOCOL : false),
+    },
+  });
+  const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
+  await app.register(healthRoutes, { hub });
+  await app.register(eventsRoutes, {
+    allowedOrigins: config.allowedOrigins,
+    cookies,
+    channel: { registry, hub, clock, log: log.child({ module: 'channel:websocket' }), pingTimeoutMs: config.pingTimeoutSeconds * 1000 },
+  });
+  await app.register(quickLoginRoutes, { quickLogin, signer, allowedOrigins: config.allowedOrigins });
+
+  app.addHook('onClose', async () => {
+    for (const t of timers) clearInterval(t);
+    hub.close();
+    if (!deps.bus) await bus.close();
+    if (!deps.store) await store.close();
+  });
+  return app;
+}

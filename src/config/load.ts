@@ -1,0 +1,89 @@
+import { readFileSync } from 'node:fs';
+import { Value } from '@sinclair/typebox/value';
+import { ConfigSchema, type Config, type ConfigInput } from './schema.js';
+
+/** Thrown when configuration is invalid; the message names every bad key. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+const ENV_PREFIX = 'TABWIRE_';
+const FILE_VARIABLE = 'TABWIRE_CONFIG_FILE';
+
+const toEnvName = (key: string): string => ENV_PREFIX + key.replace(/[A-Z]/g, (c) => `_${c}`).toUpperCase();
+
+/** Turns an environment string into the JSON type the schema expects for that key. */
+function fromEnv(key: string, raw: string): unknown {
+  const property = (ConfigSchema.properties as Record<string, { type?: string }>)[key];
+  switch (property?.type) {
+    case 'integer':
+    case 'number':
+      return raw.trim() === '' || Number.isNaN(Number(raw)) ? raw : Number(raw);
+    case 'array':
+      return raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
+    default:
+      return raw;
+  }
+}
+
+function readFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${FILE_VARIABLE}: cannot read ${path}: ${(err as Error).message}`);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    return parsed as Record<string, unknown>;
+  } catch (err) {
+    throw new ConfigError(`${FILE_VARIABLE}: ${path} is not a JSON object: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Reads configuration from the optional JSON file and TABWIRE_* variables, validates it once
+ * and returns a frozen object. Unknown TABWIRE_* variables are errors, so typos do not pass silently.
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ConfigInput> = {}): Config {
+  const keys = Object.keys(ConfigSchema.properties);
+  const envNames = new Map(keys.map((k) => [toEnvName(k), k]));
+  const input: Record<string, unknown> = {};
+  const fileName = env[FILE_VARIABLE];
+  if (fileName) Object.assign(input, readFile(fileName));
+
+  const problems: string[] = [];
+  for (const [name, raw] of Object.entries(env)) {
+    if (!name.startsWith(ENV_PREFIX) || name === FILE_VARIABLE || raw === undefined) continue;
+    const key = envNames.get(name);
+    if (!key) problems.push(`${name}: unknown setting`);
+    else input[key] = fromEnv(key, raw);
+  }
+  Object.assign(input, overrides);
+
+  const withDefaults = Value.Default(ConfigSchema, structuredClone(input));
+  for (const error of Value.Errors(ConfigSchema, withDefaults)) {
+    const key = error.path.replace(/^\//, '').split('/')[0] ?? '';
+    const where = key === '' ? 'config' : `${key} (${toEnvName(key)})`;
+    problems.push(`${where}: ${error.message}${error.path.includes('/', 1) ? ` at ${error.path}` : ''}`);
+  }
+  if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
+  return finish(withDefaults as ConfigInput);
+}
+
+function finish(input: ConfigInput): Config {
+  const publicBaseUrl = (input.publicBaseUrl ?? `http://${hostForUrl(input.host)}:${input.port}`).replace(/\/$/, '');
+  const base = new URL(publicBaseUrl);
+  if (input.cookieSameSite === 'none' && base.protocol !== 'https:') {
+    throw new ConfigError('invalid configuration:\n  cookieSameSite (TABWIRE_COOKIE_SAME_SITE): "none" needs an https publicBaseUrl');
+  }
+  return Object.freeze({
+    ...input,
+    publicBaseUrl,
+    allowedOrigins: Object.freeze([...(input.allowedOrigins ?? [base.origin])]),
+    legalDomain: input.legalDomain ?? base.hostname,
+  });
+}
+
+const hostForUrl = (host: string): string => (host.includes(':') ? `[${host}]` : host);

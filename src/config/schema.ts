@@ -1,0 +1,49 @@
+import { Type, type Static } from '@sinclair/typebox';
+
+/**
+ * The whole configuration of one tabwire node. Every key can be set in the JSON file named by
+ * TABWIRE_CONFIG_FILE or as an environment variable TABWIRE_<KEY_IN_SCREAMING_SNAKE_CASE>
+ * (environment wins). See docs/configuration.md.
+ */
+export const ConfigSchema = Type.Object(
+  {
+    host: Type.String({ default: '127.0.0.1', minLength: 1 }),
+    port: Type.Integer({ default: 8080, minimum: 0, maximum: 65535 }),
+    /** Public base URL the service is reached at; signUrl and cookies derive from it. Default: http://host:port. */
+    publicBaseUrl: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+$' })),
+    /** SQLite database file of the embedded profile. */
+    sqliteFile: Type.String({ default: './data/tabwire.sqlite', minLength: 1 }),
+    /** Origins whose pages may use the service. Default: the origin of publicBaseUrl only (never a wildcard). */
+    allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
+    /** Validity of a QR login code (SPEC.md "Limits": 5 minutes). */
+    codeValiditySeconds: Type.Integer({ default: 300, minimum: 5, maximum: 3600 }),
+    /** Pixels per QR module in PNG images. */
+    qrModulePixels: Type.Integer({ default: 6, minimum: 1, maximum: 32 }),
+    /** Largest accepted request body, in bytes. */
+    bodyLimitBytes: Type.Integer({ default: 16_384, minimum: 1024, maximum: 10_485_760 }),
+    /** SameSite attribute of the session cookie; `none` requires an https publicBaseUrl. */
+    cookieSameSite: Type.Union([Type.Literal('lax'), Type.Literal('strict'), Type.Literal('none')], { default: 'lax' }),
+    /** Domain part of identity ids ("legal IDs"); default: host name of publicBaseUrl. */
+    legalDomain: Type.Optional(Type.String({ minLength: 1 })),
+    /** How long a tab without a connection is kept before it is forgotten. */
+    tabIdleSeconds: Type.Integer({ default: 60, minimum: 5, maximum: 3600 }),
+    /** Close a WebSocket that has sent no frame for this long (3 missed 10 s pings). */
+    pingTimeoutSeconds: Type.Integer({ default: 30, minimum: 5, maximum: 600 }),
+    logLevel: Type.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
+      { default: 'info' },
+    ),
+  },
+  { additionalProperties: false },
+);
+
+export type ConfigInput = Static<typeof ConfigSchema>;
+
+/** Validated, frozen configuration with every derived default filled in. */
+export type Config = Readonly<
+  Omit<ConfigInput, 'publicBaseUrl' | 'allowedOrigins' | 'legalDomain'> & {
+    publicBaseUrl: string;
+    allowedOrigins: readonly string[];
+    legalDomain: string;
+  }
+>;

@@ -1,0 +1,61 @@
+/**
+ * The one error catalogue (ARCHITECTURE.md §6). Every refusal the service makes has a stable
+ * `code` here, an HTTP status, and a title; HTTP answers are RFC 9457 problem+json built from it.
+ */
+export const errorCatalogue = {
+  validation_failed: { status: 400, title: 'The request is not valid' },
+  malformed_json: { status: 400, title: 'The request body is not valid JSON' },
+  request_kind_ambiguous: { status: 400, title: 'The body is neither a QR request nor a backend registration' },
+  subprotocol_required: { status: 400, title: 'The WebSocket subprotocol "ls" is required' },
+  websocket_required: { status: 426, title: 'This endpoint only accepts WebSocket upgrades' },
+  session_missing: { status: 403, title: 'No session cookie; register the tab first' },
+  origin_not_allowed: { status: 403, title: 'The Origin is not allowed' },
+  tab_session_mismatch: { status: 403, title: 'The tab belongs to another session' },
+  identity_not_approved: { status: 403, title: 'The identity is not approved for signing' },
+  signature_invalid: { status: 403, title: 'The signature does not verify' },
+  not_found: { status: 404, title: 'No such resource' },
+  tab_not_registered: { status: 404, title: 'The tab is not registered' },
+  service_not_registered: { status: 404, title: 'The serviceId is not registered' },
+  code_not_found: { status: 404, title: 'No such login code' },
+  identity_not_found: { status: 404, title: 'No such identity' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  code_already_used: { status: 409, title: 'The login code has already been signed' },
+  code_expired: { status: 410, title: 'The login code has expired' },
+  body_too_large: { status: 413, title: 'The request body is too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported content type' },
+  backend_mode_unavailable: { status: 501, title: 'Backend callback registration is not available yet' },
+  internal_error: { status: 500, title: 'Internal error' },
+} as const satisfies Record<string, { status: number; title: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+/** A refusal with a catalogue code; thrown by domain and HTTP code, rendered as problem+json. */
+export class TabwireError extends Error {
+  override name = 'TabwireError';
+  readonly status: number;
+  constructor(
+    readonly code: ErrorCode,
+    detail?: string,
+    readonly extra: Record<string, unknown> = {},
+  ) {
+    super(detail ?? errorCatalogue[code].title);
+    this.status = errorCatalogue[code].status;
+  }
+}
+
+/**
+ * WebSocket close codes (RFC 6455 §7.4.2 leaves 4000-4999 to applications). The close reason
+ * carries the catalogue code so a client can tell them apart.
+ */
+export const closeCodes = {
+  /** A frame that is not JSON, or not one of Register / Ping / Unregister. */
+  frameInvalid: 4400,
+  /** Register of a tab bound to another session. */
+  tabSessionMismatch: 4403,
+  /** No frame within pingTimeoutSeconds. */
+  pingTimeout: 4408,
+  /** The same tab connected again; the older connection is closed. */
+  replaced: 4409,
+  /** The service is shutting down. */
+  goingAway: 1001,
+} as const;

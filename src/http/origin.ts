@@ -1,0 +1,22 @@
+import type { FastifyRequest } from 'fastify';
+import { TabwireError } from '../errors.js';
+
+/** The request's Origin header, or null (non-browser clients send none). */
+export function originOf(request: FastifyRequest): string | null {
+  const origin = request.headers.origin;
+  return typeof origin === 'string' && origin !== '' && origin !== 'null' ? origin : null;
+}
+
+/**
+ * Browsers always send Origin on WebSocket handshakes and cross-origin POSTs; a present Origin
+ * must be on the allowlist (never relaxed globally, SPEC.md "Authentication"). A request without
+ * one comes from a non-browser client, which could forge any header anyway.
+ */
+export function checkOrigin(request: FastifyRequest, allowed: readonly string[]): string | null {
+  const origin = request.headers.origin;
+  if (origin === undefined) return null;
+  if (typeof origin !== 'string' || !allowed.includes(origin)) {
+    throw new TabwireError('origin_not_allowed', `Origin ${String(origin)} is not among the allowed origins`);
+  }
+  return origin;
+}

@@ -1,0 +1,75 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { errorCatalogue, TabwireError, type ErrorCode } from '../errors.js';
+
+export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
+
+/** RFC 9457 problem details with the catalogue's stable `code`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  detail: string;
+  code: ErrorCode;
+  instance?: string;
+  [extension: string]: unknown;
+}
+
+export function problemOf(error: TabwireError, instance?: string): Problem {
+  const { title, status } = errorCatalogue[error.code];
+  return {
+    type: `urn:tabwire:problem:${error.code}`,
+    title,
+    status,
+    detail: error.message,
+    code: error.code,
+    ...(instance === undefined ? {} : { instance }),
+    ...error.extra,
+  };
+}
+
+export function sendProblem(reply: FastifyReply, error: TabwireError, instance?: string): FastifyReply {
+  return reply.code(error.status).type(PROBLEM_CONTENT_TYPE).header('cache-control', 'no-store').send(problemOf(error, instance));
+}
+
+/** Fastify's own refusals (body parsing, schema validation) mapped onto the catalogue. */
+function fromFastifyError(error: FastifyError): TabwireError | undefined {
+  if (error.validation) {
+    const errors = error.validation.map((v) => ({
+      pointer: v.instancePath === '' ? '/' : v.instancePath,
+      detail: v.message ?? 'is not valid',
+    }));
+    const detail = errors.map((e) => `${error.validationContext ?? 'body'}${e.pointer === '/' ? '' : e.pointer} ${e.detail}`).join('; ');
+    return new TabwireError('validation_failed', detail, { errors });
+  }
+  switch (error.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new TabwireError('body_too_large', error.message);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new TabwireError('unsupported_media_type', error.message);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new TabwireError('malformed_json', error.message);
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new TabwireError('validation_failed', error.message);
+  }
+  if (error instanceof SyntaxError && error.statusCode === 400) return new TabwireError('malformed_json', error.message);
+  return undefined;
+}
+
+/** Every error leaves the service as problem+json; unexpected ones are logged and hidden. */
+export function registerProblemHandlers(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const known = error instanceof TabwireError ? error : fromFastifyError(error);
+    if (known) return sendProblem(reply, known, request.url);
+    if (error.statusCode !== undefined && error.statusCode >= 400 && error.statusCode < 500) {
+      request.log.info({ err: error }, 'client error');
+      const code: ErrorCode = error.statusCode === 404 ? 'not_found' : error.statusCode === 405 ? 'method_not_allowed' : 'validation_failed';
+      return sendProblem(reply, new TabwireError(code, error.message), request.url);
+    }
+    request.log.error({ err: error }, 'unexpected error');
+    return sendProblem(reply, new TabwireError('internal_error'), request.url);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendProblem(reply, new TabwireError('not_found', `${request.method} ${request.url.split('?')[0]} does not exist`), request.url),
+  );
+}

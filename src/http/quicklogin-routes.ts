@@ -1,0 +1,119 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import { TabwireError } from '../errors.js';
+import { QR_MODES, type QuickLogin } from '../quicklogin/quicklogin.js';
+import type { ServerSigner } from '../quicklogin/server-signer.js';
+import { checkOrigin } from './origin.js';
+import { hashSession, sessionIdOf } from './session.js';
+import { compileValidator } from './validate.js';
+
+export interface QuickLoginRoutesOptions {
+  quickLogin: QuickLogin;
+  signer: ServerSigner;
+  allowedOrigins: readonly string[];
+}
+
+// SPEC.md "QR request": the first four fields are required (serviceId and tab may be empty).
+const validateQrRequest = compileValidator(
+  Type.Object({
+    mode: Type.Union(QR_MODES.map((m) => Type.Literal(m))),
+    purpose: Type.String({ minLength: 1, maxLength: 1024 }),
+    serviceId: Type.String({ maxLength: 128 }),
+    tab: Type.String({ maxLength: 64, pattern: '^([A-Za-z0-9_-]{8,64})?$' }),
+    agentApiTimeout: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+    propertyFilter: Type.Optional(Type.String({ maxLength: 1024 })),
+    attachmentFilter: Type.Optional(Type.String({ maxLength: 1024 })),
+  }),
+);
+
+// SPEC.md "Backend registration".
+const validateRegistration = compileValidator(
+  Type.Object({
+    service: Type.String({ minLength: 1, maxLength: 2048 }),
+    sessionId: Type.String({ minLength: 1, maxLength: 256 }),
+    serviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  }),
+);
+
+const QR_FIELDS = ['mode', 'purpose', 'tab'] as const;
+const REGISTRATION_FIELDS = ['service', 'sessionId'] as const;
+
+/** SPEC.md "Endpoints": which request a body is follows from the fields present. */
+function kindOf(body: Record<string, unknown>): 'qr' | 'registration' {
+  const qr = QR_FIELDS.filter((f) => f in body);
+  const registration = REGISTRATION_FIELDS.filter((f) => f in body);
+  if (qr.length > 0 && registration.length > 0) {
+    throw new TabwireError(
+      'request_kind_ambiguous',
+      `The body mixes QR request fields (${qr.join(', ')}) with backend registration fields (${registration.join(', ')})`,
+    );
+  }
+  if (qr.length === 0 && registration.length === 0) {
+    throw new TabwireError(
+      'request_kind_ambiguous',
+      'Send either a QR request (mode, purpose, serviceId, tab) or a backend registration (service, sessionId[, serviceId])',
+    );
+  }
+  return qr.length > 0 ? 'qr' : 'registration';
+}
+
+const codeParam = Type.Object({ code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
+
+/** `POST /QuickLogin`, the QR image, and the signing protocol (ARCHITECTURE.md §2). */
+export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutesOptions): Promise<void> {
+  app.post('/QuickLogin', { schema: { body: Type.Object({}, { additionalProperties: true }) } }, async (request, reply) => {
+    const body = request.body as Record<string, unknown>;
+    if (kindOf(body) === 'registration') {
+      validateRegistration(body);
+      throw new TabwireError('backend_mode_unavailable', 'Backend callback registration is not available in this version');
+    }
+    const qrRequest = validateQrRequest(body);
+    const origin = checkOrigin(request, o.allowedOrigins);
+    const sessionId = sessionIdOf(request);
+    const response = await o.quickLogin.requestQr(qrRequest, {
+      origin,
+      sessionHash: sessionId === undefined ? null : hashSession(sessionId),
+    });
+    return reply.header('cache-control', 'no-store').send(response);
+  });
+
+  app.get(
+    '/QuickLogin/Qr/:file',
+    { schema: { params: Type.Object({ file: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}\\.png$' }) }) } },
+    async (request, reply) => {
+      const { file } = request.params as { file: string };
+      const image = await o.quickLogin.qrPng(file.slice(0, -'.png'.length));
+      if (!image) throw new TabwireError('not_found', 'No valid login code has this image');
+      return reply
+        .type('image/png')
+        .header('cache-control', `private, max-age=${image.maxAgeSeconds}`)
+        .send(image.png);
+    },
+  );
+
+  app.get('/QuickLogin/Sign/:code', { schema: { params: codeParam } }, async (request, reply) => {
+    const { code } = request.params as { code: string };
+    return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code));
+  });
+
+  app.post(
+    '/QuickLogin/Sign/:code',
+    {
+      schema: {
+        params: codeParam,
+        body: Type.Object({
+          legalId: Type.String({ minLength: 1, maxLength: 255 }),
+          signature: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9+/]+={0,2}$' }),
+          decision: Type.Union([Type.Literal('approve'), Type.Literal('reject')]),
+        }),
+      },
+    },
+    async (request) => {
+      const { code } = request.params as { code: string };
+      return o.quickLogin.sign(code, request.body as { legalId: string; signature: string; decision: 'approve' | 'reject' });
+    },
+  );
+
+  // The key that verifies ServerSignature in results (docs/signing.md).
+  app.get('/.well-known/tabwire/result-keys', async () => ({ keys: [o.signer.publicJwk()] }));
+}

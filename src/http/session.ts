@@ -1,0 +1,31 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { FastifyRequest } from 'fastify';
+
+/** Name of the session cookie a tab is bound to at its first Register (ARCHITECTURE.md §3). */
+export const SESSION_COOKIE = 'tabwire_sid';
+const SESSION_PATTERN = /^[A-Za-z0-9_-]{43}$/;
+
+export const newSessionId = (): string => randomBytes(32).toString('base64url');
+
+/** Stores keep only a hash, so a leaked database does not hand out sessions. */
+export const hashSession = (sessionId: string): string => createHash('sha256').update(sessionId).digest('base64url');
+
+/** The caller's session id from its cookie, when present and well-formed. */
+export function sessionIdOf(request: FastifyRequest): string | undefined {
+  const value = request.cookies[SESSION_COOKIE];
+  return value !== undefined && SESSION_PATTERN.test(value) ? value : undefined;
+}
+
+export interface CookiePolicy {
+  secure: boolean;
+  sameSite: 'lax' | 'strict' | 'none';
+}
+
+/** Cookie options: HttpOnly always; Secure when the public base is https (or SameSite=None). */
+export const sessionCookieOptions = (policy: CookiePolicy) =>
+  ({
+    path: '/',
+    httpOnly: true,
+    secure: policy.secure || policy.sameSite === 'none',
+    sameSite: policy.sameSite,
+  }) as const;

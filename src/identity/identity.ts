@@ -1,0 +1,44 @@
+/** Identity ("legal ID") states and the moves between them (ARCHITECTURE.md §2). */
+export const IDENTITY_STATES = ['Created', 'Approved', 'Rejected', 'Obsoleted', 'Compromised'] as const;
+export type IdentityState = (typeof IDENTITY_STATES)[number];
+
+const transitions: Record<IdentityState, readonly IdentityState[]> = {
+  Created: ['Approved', 'Rejected'],
+  Approved: ['Obsoleted', 'Compromised'],
+  Rejected: [],
+  Obsoleted: [],
+  Compromised: [],
+};
+
+/** Whether an operator may move an identity from `from` to `to`. */
+export const canTransition = (from: IdentityState, to: IdentityState): boolean => transitions[from].includes(to);
+
+/** Metadata of an attachment; the content itself is stored separately. */
+export interface AttachmentMeta {
+  id: string;
+  contentType: string;
+  fileName: string;
+  signature: string;
+  timestamp: number;
+}
+
+export interface Identity {
+  id: string;
+  provider: string;
+  state: IdentityState;
+  /** Times in milliseconds since the epoch. */
+  created: number;
+  updated: number;
+  from: number;
+  to: number;
+  properties: Record<string, string>;
+  attachments: AttachmentMeta[];
+  /** Name of the client key's algorithm; only "ed25519" is accepted. */
+  clientKeyName: string;
+  /** The raw 32-byte Ed25519 public key, base64. */
+  clientPubKey: string;
+}
+
+/** Only an approved identity inside its validity period may sign (ARCHITECTURE.md §2). */
+export const maySign = (identity: Identity, now: number): boolean =>
+  identity.state === 'Approved' && identity.from <= now && now < identity.to;

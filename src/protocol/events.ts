@@ -1,0 +1,53 @@
+/**
+ * Event types the service pushes to tabs (SPEC.md "Events"). Names a page subscribes to;
+ * imports nothing.
+ */
+export const EventTypes = {
+  /** Browser-only mode: the signed identity result (data: QuickLoginResult). */
+  SignatureReceived: 'SignatureReceived',
+  /** Backend mode: the backend accepted the result (data: ""). */
+  SignatureReceivedBE: 'SignatureReceivedBE',
+  /** Additive: the person rejected the request, so the page need not wait for expiry. */
+  SignatureRejected: 'SignatureRejected',
+  /** Long-poll answer when nothing happened within the hold time. */
+  NOP: 'NOP',
+} as const;
+
+/** One attachment in a result (reference renderer field names). */
+export interface ResultAttachment {
+  Id: string;
+  ContentType: string;
+  FileName: string;
+  Signature: string;
+  Timestamp: number;
+  Url: string;
+}
+
+/** `SignatureReceived.data`, field names compatible with the reference renderer (ARCHITECTURE.md §2). */
+export interface QuickLoginResult {
+  Id: string;
+  Key: string;
+  Provider: string;
+  State: string;
+  Created: number;
+  Updated: number;
+  From: number;
+  To: number;
+  Properties: Record<string, string>;
+  Attachments: ResultAttachment[];
+  ClientKeyName: string;
+  HasClientPublicKey: boolean;
+  ClientPubKey: string;
+  HasClientSignature: boolean;
+  ClientSignature: string;
+  ServerSignature: string;
+  Purpose: string;
+  AgentApiToken?: string;
+  AgentApiExpires?: number;
+}
+
+/** `SignatureRejected.data`. */
+export interface QuickLoginRejection {
+  Id: string;
+  Purpose: string;
+}

@@ -1,0 +1,55 @@
+import { crc32, deflateSync } from 'node:zlib';
+import { QUIET_ZONE, type QrMatrix } from './qr-matrix.js';
+
+const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+
+function chunk(type: string, body: Buffer): Buffer {
+  const out = Buffer.alloc(12 + body.length);
+  out.writeUInt32BE(body.length, 0);
+  out.write(type, 4, 'ascii');
+  body.copy(out, 8);
+  out.writeUInt32BE(crc32(out.subarray(4, 8 + body.length)), 8 + body.length);
+  return out;
+}
+
+/** Pixel width (= height) of the PNG for a symbol of `size` modules. */
+export const pngSide = (size: number, modulePixels: number): number => (size + 2 * QUIET_ZONE) * modulePixels;
+
+/**
+ * Renders a QR matrix as a 1-bit greyscale PNG (PNG spec §11.2.2, colour type 0, bit depth 1).
+ * A QR code is black and white, so one bit per pixel is all it needs: the raw image is 1/32 of the
+ * RGBA that general PNG encoders (including qrcode's own pngjs path) build and compress, which is
+ * why this path keeps up with matrix encoding. Only the container is written here; compression is
+ * node:zlib's.
+ */
+export function renderPng(matrix: QrMatrix, modulePixels: number): Buffer {
+  const side = pngSide(matrix.size, modulePixels);
+  const rowBytes = 1 + Math.ceil(side / 8); // filter byte + packed pixels
+  const raw = Buffer.alloc(rowBytes * side, 0xff); // 1 = white; filter bytes fixed below
+  const row = Buffer.alloc(rowBytes);
+  for (let r = 0; r < matrix.size; r++) {
+    row.fill(0xff);
+    row[0] = 0; // filter type None
+    for (let c = 0; c < matrix.size; c++) {
+      if (!matrix.dark(r, c)) continue;
+      const x0 = (c + QUIET_ZONE) * modulePixels;
+      for (let x = x0; x < x0 + modulePixels; x++) row[1 + (x >> 3)]! &= ~(0x80 >> (x & 7));
+    }
+    const y0 = (r + QUIET_ZONE) * modulePixels;
+    for (let y = y0; y < y0 + modulePixels; y++) row.copy(raw, y * rowBytes);
+  }
+  for (let y = 0; y < side; y++) raw[y * rowBytes] = 0;
+
+  const header = Buffer.alloc(13);
+  header.writeUInt32BE(side, 0);
+  header.writeUInt32BE(side, 4);
+  header[8] = 1; // bit depth
+  header[9] = 0; // greyscale
+  // bytes 10-12: compression 0, filter 0, interlace 0
+  return Buffer.concat([
+    SIGNATURE,
+    chunk('IHDR', header),
+    chunk('IDAT', deflateSync(raw, { level: 6 })),
+    chunk('IEND', Buffer.alloc(0)),
+  ]);
+}

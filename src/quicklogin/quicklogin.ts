@@ -1,0 +1,232 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import { TabwireError } from '../errors.js';
+import type { Hub } from '../hub/hub.js';
+import { maySign } from '../identity/identity.js';
+import { verifyEd25519 } from '../identity/keys.js';
+import { EventTypes, type QuickLoginRejection } from '../protocol/events.js';
+import type { LoginCode, Store } from '../store/stores.js';
+import { buildChallenge, signedMessage, type Decision } from './challenge.js';
+import { CODE_PATTERN, newCode, newNonce } from './codes.js';
+import { encodeQr, qrSizeFor } from './qr-matrix.js';
+import { pngSide, renderPng } from './qr-png.js';
+import { renderText } from './qr-text.js';
+import { buildResult } from './result.js';
+import type { ServerSigner } from './server-signer.js';
+
+export const QR_MODES = ['image', 'base64', 'text'] as const;
+export type QrMode = (typeof QR_MODES)[number];
+
+/** A QR request (SPEC.md "QR request"), already schema-validated. */
+export interface QrRequest {
+  mode: QrMode;
+  purpose: string;
+  serviceId: string;
+  tab: string;
+  agentApiTimeout?: number;
+  propertyFilter?: string;
+  attachmentFilter?: string;
+}
+
+/** Who asked: the session cookie (hashed) and the page's Origin, both bound to the code. */
+export interface Caller {
+  sessionHash: string | null;
+  origin: string | null;
+}
+
+/** SPEC.md "QR response": exactly these fields per mode. */
+export type QrResponse =
+  | { signUrl: string; src: string; width: number; height: number }
+  | { signUrl: string; base64: string; contentType: 'image/png'; width: number; height: number }
+  | { signUrl: string; text: string };
+
+/** What a signing app is shown before it signs (GET /QuickLogin/Sign/{code}). */
+export interface SignInfo {
+  code: string;
+  purpose: string;
+  origin: string | null;
+  requester: string | null;
+  expires: number;
+  challenge: string;
+  propertyFilter: string | null;
+  attachmentFilter: string | null;
+}
+
+export interface Signature {
+  legalId: string;
+  signature: string;
+  decision: Decision;
+}
+
+export interface QuickLoginOptions {
+  store: Store;
+  hub: Hub;
+  clock: Clock;
+  signer: ServerSigner;
+  log: Logger;
+  publicBaseUrl: string;
+  codeValidityMs: number;
+  modulePixels: number;
+}
+
+/** QuickLogin domain: issue codes, render them, take signatures, deliver results (ARCHITECTURE.md §2). */
+export class QuickLogin {
+  private readonly serviceHost: string;
+
+  constructor(private readonly o: QuickLoginOptions) {
+    this.serviceHost = new URL(o.publicBaseUrl).host;
+  }
+
+  signUrl(code: string): string {
+    return `${this.o.publicBaseUrl}/QuickLogin/Sign/${code}`;
+  }
+
+  /** Issues a fresh single-use code bound to tab, session, origin, purpose and filters. */
+  async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse> {
+    if (request.serviceId !== '') {
+      throw new TabwireError('service_not_registered', `serviceId "${request.serviceId}" is not registered (backend mode is not available yet)`);
+    }
+    if (request.tab !== '') await this.checkTab(request.tab, caller);
+    const now = this.o.clock.now();
+    const code = newCode();
+    const record: LoginCode = {
+      code,
+      tabId: request.tab,
+      sessionHash: caller.sessionHash,
+      origin: caller.origin,
+      purpose: request.purpose,
+      propertyFilter: request.propertyFilter ?? null,
+      attachmentFilter: request.attachmentFilter ?? null,
+      serviceId: request.serviceId,
+      agentApiTimeout: request.agentApiTimeout ?? null,
+      nonce: newNonce(),
+      createdAt: now,
+      expiresAt: now + this.o.codeValidityMs,
+      state: 'pending',
+      legalId: null,
+      signedAt: null,
+    };
+    await this.o.store.codes.insert(record);
+    return this.render(request.mode, code);
+  }
+
+  private async checkTab(tab: string, caller: Caller): Promise<void> {
+    if (caller.sessionHash === null) {
+      throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
+    }
+    const owner = await this.o.store.tabs.sessionOf(tab);
+    if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
+    if (owner !== caller.sessionHash) throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
+  }
+
+  private render(mode: QrMode, code: string): QrResponse {
+    const signUrl = this.signUrl(code);
+    switch (mode) {
+      case 'image': {
+        // No encoding here: the size follows from the URL's length (qr-matrix.ts); the PNG is made on GET.
+        const side = pngSide(qrSizeFor(signUrl), this.o.modulePixels);
+        return { signUrl, src: `/QuickLogin/Qr/${code}.png`, width: side, height: side };
+      }
+      case 'base64': {
+        const matrix = encodeQr(signUrl);
+        const side = pngSide(matrix.size, this.o.modulePixels);
+        const base64 = renderPng(matrix, this.o.modulePixels).toString('base64');
+        return { signUrl, base64, contentType: 'image/png', width: side, height: side };
+      }
+      case 'text':
+        return { signUrl, text: renderText(encodeQr(signUrl)) };
+    }
+  }
+
+  /** The PNG of a code while it is valid, with how long it may be cached; undefined otherwise. */
+  async qrPng(code: string): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
+    if (!CODE_PATTERN.test(code)) return undefined;
+    const record = await this.o.store.codes.get(code);
+    const now = this.o.clock.now();
+    if (!record || record.expiresAt <= now) return undefined;
+    const png = renderPng(encodeQr(this.signUrl(code)), this.o.modulePixels);
+    return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };
+  }
+
+  /** What the signer shows and signs. Refuses unknown (404), used (409) and expired (410) codes. */
+  async describe(code: string): Promise<SignInfo> {
+    const record = await this.usableCode(code);
+    return {
+      code,
+      purpose: record.purpose,
+      origin: record.origin,
+      requester: record.origin === null ? null : new URL(record.origin).host,
+      expires: Math.floor(record.expiresAt / 1000),
+      challenge: this.challengeOf(record),
+      propertyFilter: record.propertyFilter,
+      attachmentFilter: record.attachmentFilter,
+    };
+  }
+
+  /**
+   * Takes an approval or rejection signed by an approved identity. The first valid signature
+   * settles the code; the result goes to the tab through the hub.
+   */
+  async sign(code: string, signature: Signature): Promise<{ state: 'approved' | 'rejected' }> {
+    const record = await this.usableCode(code);
+    const identity = await this.o.store.identities.get(signature.legalId);
+    if (!identity) throw new TabwireError('identity_not_found', `Identity "${signature.legalId}" does not exist`);
+    const now = this.o.clock.now();
+    if (!maySign(identity, now)) {
+      throw new TabwireError('identity_not_approved', `Identity "${identity.id}" is ${identity.state}; only an Approved identity may sign`);
+    }
+    const message = signedMessage(this.challengeOf(record), identity.id, signature.decision);
+    if (!verifyEd25519(identity.clientPubKey, message, signature.signature)) {
+      throw new TabwireError('signature_invalid', 'The signature does not verify with the identity\'s key over the challenge (docs/signing.md)');
+    }
+    const state = signature.decision === 'approve' ? 'approved' : 'rejected';
+    if (!(await this.o.store.codes.settle(code, state, identity.id, now))) {
+      // Lost a race with another signature, or expired meanwhile: report which.
+      await this.usableCode(code);
+      throw new TabwireError('code_already_used');
+    }
+    this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state }, 'login code settled');
+    if (record.tabId !== '') {
+      if (state === 'approved') {
+        const data = buildResult({
+          identity,
+          purpose: record.purpose,
+          propertyFilter: record.propertyFilter,
+          attachmentFilter: record.attachmentFilter,
+          clientSignature: signature.signature,
+          attachmentBaseUrl: this.o.publicBaseUrl,
+          signServer: (unsigned) => this.o.signer.signJson(unsigned),
+        });
+        await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureReceived, data });
+      } else {
+        const data: QuickLoginRejection = { Id: identity.id, Purpose: record.purpose };
+        await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureRejected, data });
+      }
+    }
+    return { state };
+  }
+
+  /** Removes codes that expired more than `graceMs` ago (expired codes still answer 410 until then). */
+  async sweep(graceMs: number): Promise<number> {
+    return this.o.store.codes.deleteExpired(this.o.clock.now() - graceMs);
+  }
+
+  private async usableCode(code: string): Promise<LoginCode> {
+    const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
+    if (!record) throw new TabwireError('code_not_found');
+    if (record.state !== 'pending') throw new TabwireError('code_already_used');
+    if (record.expiresAt <= this.o.clock.now()) throw new TabwireError('code_expired');
+    return record;
+  }
+
+  private challengeOf(record: LoginCode): string {
+    return buildChallenge({
+      code: record.code,
+      purpose: record.purpose,
+      origin: record.origin,
+      service: this.serviceHost,
+      expires: Math.floor(record.expiresAt / 1000),
+      nonce: record.nonce,
+    });
+  }
+}

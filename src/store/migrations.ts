@@ -1,0 +1,61 @@
+import type { Kysely, Migration, MigrationProvider } from 'kysely';
+
+// Portable DDL only (SQLite and PostgreSQL): Kysely's schema builder, no dialect-specific SQL.
+const migrations: Record<string, Migration> = {
+  '0001_spine': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('tabs')
+        .addColumn('tab_id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('session_hash', 'varchar(64)', (c) => c.notNull())
+        .addColumn('registered_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('codes')
+        .addColumn('code', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('tab_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('session_hash', 'varchar(64)')
+        .addColumn('origin', 'text')
+        .addColumn('purpose', 'text', (c) => c.notNull())
+        .addColumn('property_filter', 'text')
+        .addColumn('attachment_filter', 'text')
+        .addColumn('service_id', 'varchar(128)', (c) => c.notNull())
+        .addColumn('agent_api_timeout', 'integer')
+        .addColumn('nonce', 'varchar(64)', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('legal_id', 'varchar(255)')
+        .addColumn('signed_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('codes_expires_at').on('codes').column('expires_at').execute();
+      await db.schema
+        .createTable('identities')
+        .addColumn('id', 'varchar(255)', (c) => c.primaryKey())
+        .addColumn('provider', 'varchar(255)', (c) => c.notNull())
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('updated_at', 'bigint', (c) => c.notNull())
+        .addColumn('valid_from', 'bigint', (c) => c.notNull())
+        .addColumn('valid_to', 'bigint', (c) => c.notNull())
+        .addColumn('properties', 'text', (c) => c.notNull())
+        .addColumn('attachments', 'text', (c) => c.notNull())
+        .addColumn('client_key_name', 'varchar(64)', (c) => c.notNull())
+        .addColumn('client_pub_key', 'text', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('server_keys')
+        .addColumn('kid', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('purpose', 'varchar(32)', (c) => c.notNull())
+        .addColumn('private_key', 'text', (c) => c.notNull())
+        .addColumn('public_key', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
+};
+
+/** Migrations compiled into the program, so an installed service needs no migration files on disk. */
+export const migrationProvider: MigrationProvider = {
+  getMigrations: async () => migrations,
+};

@@ -1,0 +1,71 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { CodesTable, Database } from '../schema.js';
+import type { CodeState, CodeStore, LoginCode } from '../stores.js';
+
+const toCode = (row: Selectable<CodesTable>): LoginCode => ({
+  code: row.code,
+  tabId: row.tab_id,
+  sessionHash: row.session_hash,
+  origin: row.origin,
+  purpose: row.purpose,
+  propertyFilter: row.property_filter,
+  attachmentFilter: row.attachment_filter,
+  serviceId: row.service_id,
+  agentApiTimeout: row.agent_api_timeout === null ? null : Number(row.agent_api_timeout),
+  nonce: row.nonce,
+  createdAt: Number(row.created_at),
+  expiresAt: Number(row.expires_at),
+  state: row.state as CodeState,
+  legalId: row.legal_id,
+  signedAt: row.signed_at === null ? null : Number(row.signed_at),
+});
+
+/** Login codes in SQL (SQLite or PostgreSQL through Kysely). */
+export class SqlCodeStore implements CodeStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(c: LoginCode): Promise<void> {
+    await this.db
+      .insertInto('codes')
+      .values({
+        code: c.code,
+        tab_id: c.tabId,
+        session_hash: c.sessionHash,
+        origin: c.origin,
+        purpose: c.purpose,
+        property_filter: c.propertyFilter,
+        attachment_filter: c.attachmentFilter,
+        service_id: c.serviceId,
+        agent_api_timeout: c.agentApiTimeout,
+        nonce: c.nonce,
+        created_at: c.createdAt,
+        expires_at: c.expiresAt,
+        state: c.state,
+        legal_id: c.legalId,
+        signed_at: c.signedAt,
+      })
+      .execute();
+  }
+
+  async get(code: string): Promise<LoginCode | undefined> {
+    const row = await this.db.selectFrom('codes').selectAll().where('code', '=', code).executeTakeFirst();
+    return row && toCode(row);
+  }
+
+  async settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number): Promise<boolean> {
+    // One conditional UPDATE: the database decides which of concurrent signatures wins.
+    const result = await this.db
+      .updateTable('codes')
+      .set({ state, legal_id: legalId, signed_at: now })
+      .where('code', '=', code)
+      .where('state', '=', 'pending')
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+
+  async deleteExpired(before: number): Promise<number> {
+    const result = await this.db.deleteFrom('codes').where('expires_at', '<', before).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+}

@@ -1,0 +1,62 @@
+import type { Kysely, Selectable } from 'kysely';
+import type { Identity, IdentityState } from '../../identity/identity.js';
+import type { Database, IdentitiesTable } from '../schema.js';
+import type { IdentityStore } from '../stores.js';
+
+const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
+  id: row.id,
+  provider: row.provider,
+  state: row.state as IdentityState,
+  created: Number(row.created_at),
+  updated: Number(row.updated_at),
+  from: Number(row.valid_from),
+  to: Number(row.valid_to),
+  properties: JSON.parse(row.properties) as Identity['properties'],
+  attachments: JSON.parse(row.attachments) as Identity['attachments'],
+  clientKeyName: row.client_key_name,
+  clientPubKey: row.client_pub_key,
+});
+
+/** Identities in SQL; properties and attachment metadata as JSON text (portable across backends). */
+export class SqlIdentityStore implements IdentityStore {
+  constructor(private readonly db: Kysely<Database>) {}
+
+  async insert(i: Identity): Promise<void> {
+    await this.db
+      .insertInto('identities')
+      .values({
+        id: i.id,
+        provider: i.provider,
+        state: i.state,
+        created_at: i.created,
+        updated_at: i.updated,
+        valid_from: i.from,
+        valid_to: i.to,
+        properties: JSON.stringify(i.properties),
+        attachments: JSON.stringify(i.attachments),
+        client_key_name: i.clientKeyName,
+        client_pub_key: i.clientPubKey,
+      })
+      .execute();
+  }
+
+  async get(id: string): Promise<Identity | undefined> {
+    const row = await this.db.selectFrom('identities').selectAll().where('id', '=', id).executeTakeFirst();
+    return row && toIdentity(row);
+  }
+
+  async list(): Promise<Identity[]> {
+    const rows = await this.db.selectFrom('identities').selectAll().orderBy('created_at').execute();
+    return rows.map(toIdentity);
+  }
+
+  async transition(id: string, from: IdentityState, to: IdentityState, now: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('identities')
+      .set({ state: to, updated_at: now })
+      .where('id', '=', id)
+      .where('state', '=', from)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
+  }
+}

@@ -1,0 +1,79 @@
+import type { Identity, IdentityState } from '../identity/identity.js';
+
+/** Final states a login code moves to exactly once. */
+export type CodeState = 'pending' | 'approved' | 'rejected';
+
+/** A QR login code and everything the request bound it to (ARCHITECTURE.md §2). */
+export interface LoginCode {
+  code: string;
+  /** Empty when the request named no tab. */
+  tabId: string;
+  sessionHash: string | null;
+  origin: string | null;
+  purpose: string;
+  propertyFilter: string | null;
+  attachmentFilter: string | null;
+  /** Empty in browser-only mode. */
+  serviceId: string;
+  agentApiTimeout: number | null;
+  nonce: string;
+  createdAt: number;
+  expiresAt: number;
+  state: CodeState;
+  legalId: string | null;
+  signedAt: number | null;
+}
+
+export interface CodeStore {
+  insert(code: LoginCode): Promise<void>;
+  get(code: string): Promise<LoginCode | undefined>;
+  /**
+   * Moves a pending code that has not expired at `now` to `state`, atomically: of concurrent
+   * callers exactly one gets true (single-use codes).
+   */
+  settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number): Promise<boolean>;
+  /** Removes codes that expired before `before`; returns how many. */
+  deleteExpired(before: number): Promise<number>;
+}
+
+export interface TabStore {
+  /** Binds an unbound tab to a session. Returns 'conflict' when it is bound to another session. */
+  bind(tabId: string, sessionHash: string, now: number): Promise<'bound' | 'conflict'>;
+  /** The session hash a tab is bound to, if it is registered. */
+  sessionOf(tabId: string): Promise<string | undefined>;
+  remove(tabId: string): Promise<void>;
+}
+
+export interface IdentityStore {
+  insert(identity: Identity): Promise<void>;
+  get(id: string): Promise<Identity | undefined>;
+  list(): Promise<Identity[]>;
+  /** Sets the state only if it is still `from`; returns whether it changed. */
+  transition(id: string, from: IdentityState, to: IdentityState, now: number): Promise<boolean>;
+}
+
+export interface ServerKey {
+  kid: string;
+  purpose: string;
+  /** PKCS#8 PEM. */
+  privateKey: string;
+  /** SPKI PEM. */
+  publicKey: string;
+  createdAt: number;
+}
+
+export interface ServerKeyStore {
+  /** Newest first. */
+  list(purpose: string): Promise<ServerKey[]>;
+  /** Inserts unless a key with that kid exists. */
+  insert(key: ServerKey): Promise<void>;
+}
+
+/** Everything persistent, behind domain-shaped interfaces; one implementation per backend. */
+export interface Store {
+  codes: CodeStore;
+  tabs: TabStore;
+  identities: IdentityStore;
+  serverKeys: ServerKeyStore;
+  close(): Promise<void>;
+}

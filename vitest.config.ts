@@ -1,0 +1,11 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    testTimeout: 30_000,
+    hookTimeout: 60_000,
+    // Integration tests start real servers on loopback; run files in parallel but keep it modest on 2 cores.
+    maxWorkers: 2,
+  },
+});
