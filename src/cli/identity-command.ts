@@ -1,0 +1,65 @@
+import { systemClock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import { createIdentity } from '../identity/create.js';
+import { canTransition, type IdentityState } from '../identity/identity.js';
+import { writeKeyFile } from '../identity/key-file.js';
+import { openSqliteStore } from '../store/sqlite.js';
+
+const OPERATOR_MOVES: Record<string, IdentityState> = {
+  approve: 'Approved',
+  reject: 'Rejected',
+  obsolete: 'Obsoleted',
+  compromised: 'Compromised',
+};
+
+export interface IdentityArgs {
+  action: string;
+  id?: string;
+  props: string[];
+  keyOut?: string;
+  validDays: number;
+  approve: boolean;
+}
+
+/** `tabwire identity create|approve|reject|obsolete|compromised|list`. Returns the text to print. */
+export async function identityCommand(config: Config, args: IdentityArgs): Promise<string> {
+  const store = await openSqliteStore(config.sqliteFile);
+  try {
+    const { identities } = store;
+    if (args.action === 'create') {
+      if (!args.keyOut) throw new Error('identity create needs --key-out FILE for the private key');
+      const properties: Record<string, string> = {};
+      for (const prop of args.props) {
+        const at = prop.indexOf('=');
+        if (at <= 0) throw new Error(`--prop ${prop}: expected NAME=VALUE`);
+        properties[prop.slice(0, at)] = prop.slice(at + 1);
+      }
+      const { identity, privateKeyPem } = await createIdentity({
+        identities,
+        clock: systemClock,
+        provider: config.legalDomain,
+        properties,
+        validDays: args.validDays,
+      });
+      writeKeyFile(args.keyOut, identity.id, privateKeyPem);
+      if (args.approve) await identities.transition(identity.id, 'Created', 'Approved', systemClock.now());
+      return `${identity.id}\n`;
+    }
+    if (args.action === 'list') {
+      const all = await identities.list();
+      return all.map((i) => `${i.id}\t${i.state}\t${JSON.stringify(i.properties)}`).join('\n') + (all.length ? '\n' : '');
+    }
+    const target = OPERATOR_MOVES[args.action];
+    if (!target) throw new Error(`unknown identity action "${args.action}"`);
+    if (!args.id) throw new Error(`identity ${args.action} needs an identity id`);
+    const identity = await identities.get(args.id);
+    if (!identity) throw new Error(`no identity ${args.id}`);
+    if (!canTransition(identity.state, target)) throw new Error(`identity ${args.id} is ${identity.state}; it cannot become ${target}`);
+    if (!(await identities.transition(identity.id, identity.state, target, systemClock.now()))) {
+      throw new Error(`identity ${args.id} changed meanwhile; try again`);
+    }
+    return `${identity.id}\t${target}\n`;
+  } finally {
+    await store.close();
+  }
+}

@@ -1,0 +1,37 @@
+import type { TestService } from './service.js';
+
+export interface Answer {
+  status: number;
+  contentType: string;
+  body: any;
+  headers: Headers;
+}
+
+/** POSTs JSON (or a raw string) and parses the answer, whatever its status. */
+export async function post(service: TestService, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const response = await fetch(service.baseUrl + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return parse(response);
+}
+
+export async function get(service: TestService, path: string, headers: Record<string, string> = {}): Promise<Answer> {
+  return parse(await fetch(service.baseUrl + path, { headers }));
+}
+
+async function parse(response: Response): Promise<Answer> {
+  const contentType = response.headers.get('content-type') ?? '';
+  const body = contentType.includes('json') ? await response.json() : Buffer.from(await response.arrayBuffer());
+  return { status: response.status, contentType, body, headers: response.headers };
+}
+
+/** Waits until the service has bound `tabId` (Register has no answer frame). */
+export async function registered(service: TestService, tabId: string, ms = 3_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while ((await service.store.tabs.sessionOf(tabId)) === undefined) {
+    if (Date.now() > deadline) throw new Error(`tab ${tabId} never registered`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}

@@ -1,0 +1,71 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { buildApp } from '../../src/app.js';
+import { ManualClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { createIdentity } from '../../src/identity/create.js';
+import type { Store } from '../../src/store/stores.js';
+import { openSqliteStore } from '../../src/store/sqlite.js';
+
+/** A free loopback port (closed again before use; good enough for tests on one machine). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface TestService {
+  app: FastifyInstance;
+  baseUrl: string;
+  wsUrl: string;
+  clock: ManualClock;
+  store: Store;
+  dir: string;
+  close(): Promise<void>;
+}
+
+/** A real tabwire on a loopback port with its own SQLite file and a clock the test moves. */
+export async function startService(overrides: Partial<ConfigInput> = {}): Promise<TestService> {
+  const dir = mkdtempSync(join(tmpdir(), 'tabwire-test-'));
+  const port = await freePort();
+  const config = loadConfig({}, { port, sqliteFile: join(dir, 'tabwire.sqlite'), logLevel: 'silent', ...overrides });
+  const clock = new ManualClock();
+  const store = await openSqliteStore(config.sqliteFile);
+  const app = await buildApp(config, { clock, store });
+  await app.listen({ host: '127.0.0.1', port });
+  return {
+    app,
+    baseUrl: config.publicBaseUrl,
+    wsUrl: `${config.publicBaseUrl.replace(/^http/, 'ws')}/ClientEventsWS`,
+    clock,
+    store,
+    dir,
+    async close() {
+      await app.close();
+      await store.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** An identity in the service's store, in the given state, with its private key. */
+export async function makeIdentity(service: TestService, properties: Record<string, string>, approve = true) {
+  const created = await createIdentity({
+    identities: service.store.identities,
+    clock: service.clock,
+    provider: 'legal.test',
+    properties,
+    validDays: 365,
+  });
+  if (approve) await service.store.identities.transition(created.identity.id, 'Created', 'Approved', service.clock.now());
+  return created;
+}
