@@ -1,5 +1,10 @@
-import jsQR from 'jsqr';
+import jsQRModule from 'jsqr';
 import { PNG } from 'pngjs';
+
+type JsQR = typeof jsQRModule.default;
+// jsqr is CommonJS with a `default` export: depending on the loader's interop the import is the
+// function itself or the module object holding it.
+const jsQR: JsQR = typeof jsQRModule === 'function' ? (jsQRModule as unknown as JsQR) : jsQRModule.default;
 
 /** Decodes a QR code from PNG bytes with jsQR (an independent decoder); null when unreadable. */
 export function decodePng(png: Buffer): string | null {

@@ -1,0 +1,93 @@
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { QuickLoginResult } from '../../src/protocol/events.js';
+import { freePort } from '../helpers/service.js';
+import { TestTab } from '../helpers/tab.js';
+
+// These run the built program (`npm run build` comes first in the test command), as an operator would.
+const run = promisify(execFile);
+const MAIN = 'dist/main.js';
+const CLI = 'dist/cli/main.js';
+
+let dir: string;
+let env: NodeJS.ProcessEnv;
+let server: ChildProcess;
+let baseUrl: string;
+
+async function waitForHealth(url: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    try {
+      if ((await fetch(`${url}/healthz`)).ok) return;
+    } catch {
+      /* not listening yet */
+    }
+    if (Date.now() > deadline) throw new Error('service did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tabwire-process-'));
+  const port = await freePort();
+  baseUrl = `http://127.0.0.1:${port}`;
+  env = { PATH: process.env.PATH, TABWIRE_PORT: String(port), TABWIRE_SQLITE_FILE: join(dir, 'db.sqlite'), TABWIRE_LOG_LEVEL: 'warn' };
+  server = spawn(process.execPath, [MAIN], { env, stdio: ['ignore', 'inherit', 'inherit'] });
+  await waitForHealth(baseUrl);
+});
+
+afterAll(async () => {
+  if (server.exitCode === null) server.kill('SIGKILL');
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('the service process and the tabwire CLI', () => {
+  it('identity create writes a 0600 key; tabwire sign approves; the tab gets the result', async () => {
+    const keyFile = join(dir, 'ada.key');
+    const created = await run(process.execPath, [CLI, 'identity', 'create', '--prop', 'FIRST=Ada', '--prop', 'LAST=Lovelace', '--key-out', keyFile], { env });
+    const id = created.stdout.trim();
+    expect(id).toMatch(/@127\.0\.0\.1$/);
+    expect(statSync(keyFile).mode & 0o777).toBe(0o600);
+    expect((await run(process.execPath, [CLI, 'identity', 'approve', id], { env })).stdout).toContain('Approved');
+
+    const tab = await TestTab.open(baseUrl.replace('http', 'ws') + '/ClientEventsWS');
+    let answer: Response | undefined;
+    for (let i = 0; i < 50 && answer?.status !== 200; i++) {
+      answer = await fetch(`${baseUrl}/QuickLogin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', cookie: tab.cookie },
+        body: JSON.stringify({ mode: 'image', purpose: 'Log in to the CLI test', serviceId: '', tab: tab.tabId, propertyFilter: 'LAST' }),
+      });
+      if (answer.status !== 200) await new Promise((r) => setTimeout(r, 20));
+    }
+    const { signUrl } = (await answer!.json()) as { signUrl: string };
+    const signed = await run(process.execPath, [CLI, 'sign', signUrl, '--key', keyFile, '--yes'], { env });
+    expect(signed.stdout).toContain('Log in to the CLI test');
+    expect(signed.stdout.trim().split('\n').pop()).toBe('approved');
+    const result = (await tab.next('SignatureReceived')).data as QuickLoginResult;
+    expect(result.Id).toBe(id);
+    expect(result.Properties).toEqual({ LAST: 'Lovelace' });
+
+    const again = await run(process.execPath, [CLI, 'sign', signUrl, '--key', keyFile, '--yes'], { env }).catch((e: { code: number; stderr: string }) => e);
+    expect((again as { code: number }).code).toBe(1);
+    expect((again as { stderr: string }).stderr).toContain('409');
+    tab.close();
+  });
+
+  it('stops cleanly on SIGTERM', async () => {
+    const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
+    server.kill('SIGTERM');
+    expect(await exited).toBe(0);
+  });
+
+  it('refuses bad configuration naming the key', async () => {
+    const bad = await run(process.execPath, [MAIN], { env: { ...env, TABWIRE_PORT: 'eighty', TABWIRE_COLOUR: 'blue' } }).catch((e: { code: number; stderr: string }) => e);
+    expect((bad as { code: number }).code).toBe(2);
+    expect((bad as { stderr: string }).stderr).toContain('TABWIRE_PORT');
+    expect((bad as { stderr: string }).stderr).toContain('TABWIRE_COLOUR: unknown setting');
+  });
+});
