@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import cookie from '@fastify/cookie';
+import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -47,12 +49,19 @@ const CODE_SWEEP_MS = 60_000;
 
 /** The one wiring point (ARCHITECTURE.md §1): a ready Fastify instance that does not listen. */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
+  // HTTPS served directly when a certificate is configured (ARCHITECTURE.md §5); else plain HTTP, e.g. behind a proxy.
+  const https =
+    config.tlsCertFile === undefined || config.tlsKeyFile === undefined
+      ? {}
+      : { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } };
   const app = Fastify({
+    ...https,
+    trustProxy: config.trustProxy,
     logger: { level: config.logLevel },
     bodyLimit: config.bodyLimitBytes,
     // Types are not coerced: "60" is not a number of seconds. All errors, so one answer names every bad field.
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
-  });
+  }) as unknown as FastifyInstance;
   const log = app.log as unknown as Logger;
   const clock = deps.clock ?? systemClock;
   const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
@@ -62,8 +71,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     bus,
     clock,
     log: log.child({ module: 'hub' }),
-    outboxLimit: 100,
-    outboxMaxAgeMs: 60_000,
+    outboxLimit: config.outboxLimit,
+    outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
     tabIdleMs: config.tabIdleSeconds * 1000,
     onForget: (tabId) => {
       store.tabs.remove(tabId).catch((err: unknown) => log.error({ err, tabId }, 'removing a forgotten tab failed'));
@@ -80,6 +89,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     publicBaseUrl: config.publicBaseUrl,
     codeValidityMs: config.codeValiditySeconds * 1000,
     modulePixels: config.qrModulePixels,
+    allowCookielessQrRequests: config.allowCookielessQrRequests,
   });
   app.decorate('tabwire', { config, clock, store, hub, registry, quickLogin, signer } satisfies Services);
 
@@ -93,6 +103,15 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
 
   registerProblemHandlers(app);
   await app.register(cookie);
+  // Cross-origin pages (page on host A, tabwire on host B) get CORS with credentials for allowed
+  // origins only; any other origin gets no CORS headers, and its POSTs are refused by checkOrigin.
+  await app.register(cors, {
+    origin: (origin, callback) => callback(null, origin !== undefined && config.allowedOrigins.includes(origin)),
+    credentials: true,
+    methods: ['GET', 'POST'],
+    allowedHeaders: ['Content-Type', 'X-TabID', 'X-Last-Event-ID', 'Authorization'],
+    maxAge: 600,
+  });
   await app.register(websocket, {
     options: {
       maxPayload: 16 * 1024,
@@ -102,6 +121,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
   await app.register(healthRoutes, { hub });
   await app.register(eventsRoutes, {
+    tabs: store.tabs,
+    longPollHoldMs: config.longPollHoldSeconds * 1000,
     allowedOrigins: config.allowedOrigins,
     cookies,
     channel: { registry, hub, clock, log: log.child({ module: 'channel:websocket' }), pingTimeoutMs: config.pingTimeoutSeconds * 1000 },

@@ -19,6 +19,8 @@ function fromEnv(key: string, raw: string): unknown {
     case 'integer':
     case 'number':
       return raw.trim() === '' || Number.isNaN(Number(raw)) ? raw : Number(raw);
+    case 'boolean':
+      return raw === 'true' ? true : raw === 'false' ? false : raw;
     case 'array':
       return raw.split(',').map((s) => s.trim()).filter((s) => s !== '');
     default:
@@ -73,10 +75,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 }
 
 function finish(input: ConfigInput): Config {
-  const publicBaseUrl = (input.publicBaseUrl ?? `http://${hostForUrl(input.host)}:${input.port}`).replace(/\/$/, '');
+  const scheme = input.tlsCertFile === undefined ? 'http' : 'https';
+  const publicBaseUrl = (input.publicBaseUrl ?? `${scheme}://${hostForUrl(input.host)}:${input.port}`).replace(/\/$/, '');
   const base = new URL(publicBaseUrl);
   if (input.cookieSameSite === 'none' && base.protocol !== 'https:') {
     throw new ConfigError('invalid configuration:\n  cookieSameSite (TABWIRE_COOKIE_SAME_SITE): "none" needs an https publicBaseUrl');
+  }
+  if ((input.tlsCertFile === undefined) !== (input.tlsKeyFile === undefined)) {
+    throw new ConfigError('invalid configuration:\n  tlsCertFile (TABWIRE_TLS_CERT_FILE) and tlsKeyFile (TABWIRE_TLS_KEY_FILE) must be set together');
   }
   return Object.freeze({
     ...input,

@@ -29,6 +29,23 @@ export const ConfigSchema = Type.Object(
     tabIdleSeconds: Type.Integer({ default: 60, minimum: 5, maximum: 3600 }),
     /** Close a WebSocket that has sent no frame for this long (3 missed 10 s pings). */
     pingTimeoutSeconds: Type.Integer({ default: 30, minimum: 5, maximum: 600 }),
+    /** How long a long-poll is held before it is answered with a NOP (the reference client expects ~20 s). */
+    longPollHoldSeconds: Type.Integer({ default: 20, minimum: 1, maximum: 60 }),
+    /** Events kept per tab while it is between connections: at most this many... */
+    outboxLimit: Type.Integer({ default: 100, minimum: 1, maximum: 10_000 }),
+    /** ...and none older than this. */
+    outboxMaxAgeSeconds: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
+    /** PEM certificate chain and key files: when both are set the service serves HTTPS itself. */
+    tlsCertFile: Type.Optional(Type.String({ minLength: 1 })),
+    tlsKeyFile: Type.Optional(Type.String({ minLength: 1 })),
+    /** Trust X-Forwarded-* from a reverse proxy in front (client address and protocol in logs). */
+    trustProxy: Type.Boolean({ default: false }),
+    /**
+     * Compatibility switch for older pages that cannot send credentials cross-site: accept QR requests
+     * for a registered tab without the session cookie when they come from an allowed Origin. Risk: anyone
+     * who learns a tab ID can start a login in that tab (login CSRF). Off by default (docs/events.md).
+     */
+    allowCookielessQrRequests: Type.Boolean({ default: false }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },

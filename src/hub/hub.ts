@@ -62,7 +62,7 @@ export class Hub {
     const now = this.options.clock.now();
     let tab = this.tabs.get(tabId);
     if (!tab) {
-      tab = { connection: undefined, outbox: new Outbox(this.options.outboxLimit, this.options.outboxMaxAgeMs), lastSeen: now };
+      tab = { connection: undefined, outbox: new Outbox(this.options.outboxLimit, this.options.outboxMaxAgeMs, now * 1000), lastSeen: now };
       this.tabs.set(tabId, tab);
     }
     const previous = tab.connection;

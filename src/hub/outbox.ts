@@ -13,14 +13,23 @@ interface Entry {
  */
 export class Outbox {
   private entries: Entry[] = [];
-  private nextId = 1;
+  private nextId: number;
   /** Events dropped because the outbox was full (oldest first). */
   overflowed = 0;
 
+  /**
+   * `firstId` derives from the creation time (hub: ms × 1000): a tab that is forgotten and registered
+   * again starts above every id it had before (unless it took over 1000 events per millisecond of its
+   * life), so a client that de-duplicates by id never drops a new event as already seen. Stays below
+   * 2^53 until the year 2255.
+   */
   constructor(
     private readonly limit: number,
     private readonly maxAgeMs: number,
-  ) {}
+    firstId = 1,
+  ) {
+    this.nextId = firstId;
+  }
 
   /** Appends an event and returns its frame. */
   push(event: TabEvent, now: number): EventFrame {

@@ -67,6 +67,8 @@ export interface QuickLoginOptions {
   publicBaseUrl: string;
   codeValidityMs: number;
   modulePixels: number;
+  /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
+  allowCookielessQrRequests: boolean;
 }
 
 /** QuickLogin domain: issue codes, render them, take signatures, deliver results (ARCHITECTURE.md §2). */
@@ -111,6 +113,11 @@ export class QuickLogin {
   }
 
   private async checkTab(tab: string, caller: Caller): Promise<void> {
+    if (caller.sessionHash === null && this.o.allowCookielessQrRequests && caller.origin !== null) {
+      // Compatibility switch (docs/events.md): the Origin was checked against the allowlist; the tab must still exist.
+      if ((await this.o.store.tabs.sessionOf(tab)) === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
+      return;
+    }
     if (caller.sessionHash === null) {
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
     }

@@ -76,10 +76,26 @@ describe('Hub', () => {
     await hub.deliver('tab-1', { type: 'One', data: 1 });
     await hub.deliver('tab-1', { type: 'Two', data: 2 });
     await tick();
-    expect(conn.frames).toEqual([
-      { type: 'One', data: 1, id: 1 },
-      { type: 'Two', data: 2, id: 2 },
+    expect(conn.frames.map(({ type, data }) => ({ type, data }))).toEqual([
+      { type: 'One', data: 1 },
+      { type: 'Two', data: 2 },
     ]);
+    expect(conn.frames[1]!.id).toBe(conn.frames[0]!.id + 1);
+  });
+
+  it('a tab forgotten and registered again numbers its events above every earlier id', async () => {
+    const { hub, clock } = makeHub();
+    const first = new FakeConnection();
+    hub.attach('tab-1', first);
+    for (let i = 0; i < 5; i++) await hub.deliver('tab-1', { type: 'E', data: i });
+    await tick();
+    hub.forget('tab-1');
+    clock.advance(1);
+    const second = new FakeConnection();
+    hub.attach('tab-1', second);
+    await hub.deliver('tab-1', { type: 'E', data: 'after' });
+    await tick();
+    expect(second.frames[0]!.id).toBeGreaterThan(first.frames.at(-1)!.id);
   });
 
   it('buffers while detached and flushes once on the next attach', async () => {
