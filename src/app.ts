@@ -11,7 +11,9 @@ import type { Config } from './config/schema.js';
 import { eventsRoutes } from './http/events-routes.js';
 import { healthRoutes } from './http/health-routes.js';
 import { registerProblemHandlers } from './http/problem.js';
+import { pagesRoutes } from './http/pages-routes.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
+import { ensureDevIdentity } from './identity/dev-identity.js';
 import { Hub } from './hub/hub.js';
 import { TabRegistry } from './hub/registry.js';
 import { EVENTS_SUBPROTOCOL } from './protocol/frames.js';
@@ -127,7 +129,9 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     cookies,
     channel: { registry, hub, clock, log: log.child({ module: 'channel:websocket' }), pingTimeoutMs: config.pingTimeoutSeconds * 1000 },
   });
-  await app.register(quickLoginRoutes, { quickLogin, signer, allowedOrigins: config.allowedOrigins });
+  const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
+  await app.register(quickLoginRoutes, { quickLogin, signer, allowedOrigins: config.allowedOrigins, devIdentity });
+  await app.register(pagesRoutes);
 
   app.addHook('onClose', async () => {
     for (const t of timers) clearInterval(t);

@@ -87,9 +87,14 @@ function finish(input: ConfigInput): Config {
   return Object.freeze({
     ...input,
     publicBaseUrl,
-    allowedOrigins: Object.freeze([...(input.allowedOrigins ?? [base.origin])]),
+    // The service's own pages (demo, approval page) always may use it; other origins only when listed.
+    allowedOrigins: Object.freeze([...new Set([base.origin, ...(input.allowedOrigins ?? [])])]),
     legalDomain: input.legalDomain ?? base.hostname,
+    devApprovalEnabled: input.devApproval === 'on' || (input.devApproval === 'auto' && isLoopback(base.hostname)),
   });
 }
 
 const hostForUrl = (host: string): string => (host.includes(':') ? `[${host}]` : host);
+
+const isLoopback = (hostname: string): boolean =>
+  hostname === 'localhost' || hostname === '[::1]' || /^127\.\d+\.\d+\.\d+$/.test(hostname);

@@ -13,7 +13,7 @@ export const ConfigSchema = Type.Object(
     publicBaseUrl: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+$' })),
     /** SQLite database file of the embedded profile. */
     sqliteFile: Type.String({ default: './data/tabwire.sqlite', minLength: 1 }),
-    /** Origins whose pages may use the service. Default: the origin of publicBaseUrl only (never a wildcard). */
+    /** Further origins whose pages may use the service; the origin of publicBaseUrl is always allowed. No wildcards. */
     allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
     /** Validity of a QR login code (SPEC.md "Limits": 5 minutes). */
     codeValiditySeconds: Type.Integer({ default: 300, minimum: 5, maximum: 3600 }),
@@ -46,6 +46,11 @@ export const ConfigSchema = Type.Object(
      * who learns a tab ID can start a login in that tab (login CSRF). Off by default (docs/events.md).
      */
     allowCookielessQrRequests: Type.Boolean({ default: false }),
+    /**
+     * Same-device approval with a development identity held by the service (demo page). `auto`: on
+     * only when publicBaseUrl is a loopback address, so a public deployment never has it by accident.
+     */
+    devApproval: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },
@@ -62,5 +67,7 @@ export type Config = Readonly<
     publicBaseUrl: string;
     allowedOrigins: readonly string[];
     legalDomain: string;
+    /** `devApproval` resolved against publicBaseUrl. */
+    devApprovalEnabled: boolean;
   }
 >;

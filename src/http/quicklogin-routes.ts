@@ -3,6 +3,9 @@ import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
 import { QR_MODES, type QuickLogin } from '../quicklogin/quicklogin.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
+import { approveWithDevIdentity } from '../quicklogin/dev-approval.js';
+import type { DevIdentity } from '../identity/dev-identity.js';
+import { readPage, sendPage } from './pages-routes.js';
 import { checkOrigin } from './origin.js';
 import { hashSession, sessionIdOf } from './session.js';
 import { compileValidator } from './validate.js';
@@ -11,6 +14,16 @@ export interface QuickLoginRoutesOptions {
   quickLogin: QuickLogin;
   signer: ServerSigner;
   allowedOrigins: readonly string[];
+  /** Present when same-device approval with the development identity is enabled. */
+  devIdentity: DevIdentity | undefined;
+}
+
+/** A browser opening the signUrl wants the approval page; signing apps ask for JSON. */
+function prefersHtml(accept: string | undefined): boolean {
+  if (accept === undefined) return false;
+  const html = accept.indexOf('text/html');
+  const json = accept.indexOf('application/json');
+  return html !== -1 && (json === -1 || html < json);
 }
 
 // SPEC.md "QR request": the first four fields are required (serviceId and tab may be empty).
@@ -91,10 +104,25 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
     },
   );
 
+  const signPage = readPage('sign.html');
   app.get('/QuickLogin/Sign/:code', { schema: { params: codeParam } }, async (request, reply) => {
+    // The page itself shows nothing from the request; its script fetches this same URL as JSON.
+    if (prefersHtml(request.headers.accept)) return sendPage(reply, signPage);
     const { code } = request.params as { code: string };
     return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code));
   });
+
+  // Same-device approval with the development identity (config devApproval; loopback deployments only by default).
+  app.post(
+    '/QuickLogin/Sign/:code/Dev',
+    { schema: { params: codeParam, body: Type.Object({ decision: Type.Union([Type.Literal('approve'), Type.Literal('reject')]) }) } },
+    async (request) => {
+      if (!o.devIdentity) throw new TabwireError('not_found', 'Development approval is not enabled on this service');
+      checkOrigin(request, o.allowedOrigins);
+      const { code } = request.params as { code: string };
+      return approveWithDevIdentity(o.quickLogin, o.devIdentity, code, (request.body as { decision: 'approve' | 'reject' }).decision);
+    },
+  );
 
   app.post(
     '/QuickLogin/Sign/:code',

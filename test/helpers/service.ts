@@ -25,7 +25,9 @@ export async function freePort(): Promise<number> {
 
 export interface TestService {
   app: FastifyInstance;
+  /** Where the test reaches the service: always loopback, whatever publicBaseUrl says. */
   baseUrl: string;
+  publicBaseUrl: string;
   wsUrl: string;
   clock: ManualClock;
   store: Store;
@@ -42,10 +44,12 @@ export async function startService(overrides: Partial<ConfigInput> = {}): Promis
   const store = await openSqliteStore(config.sqliteFile);
   const app = await buildApp(config, { clock, store });
   await app.listen({ host: '127.0.0.1', port });
+  const scheme = config.tlsCertFile === undefined ? 'http' : 'https';
   return {
     app,
-    baseUrl: config.publicBaseUrl,
-    wsUrl: `${config.publicBaseUrl.replace(/^http/, 'ws')}/ClientEventsWS`,
+    baseUrl: `${scheme}://127.0.0.1:${port}`,
+    publicBaseUrl: config.publicBaseUrl,
+    wsUrl: `${scheme === 'https' ? 'wss' : 'ws'}://127.0.0.1:${port}/ClientEventsWS`,
     clock,
     store,
     dir,

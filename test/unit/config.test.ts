@@ -19,7 +19,7 @@ describe('loadConfig', () => {
       TABWIRE_ALLOWED_ORIGINS: 'https://a.example, https://b.example',
     });
     expect(config.port).toBe(9000);
-    expect(config.allowedOrigins).toEqual(['https://a.example', 'https://b.example']);
+    expect(config.allowedOrigins).toEqual(['https://auth.example.org', 'https://a.example', 'https://b.example']);
     expect(config.legalDomain).toBe('auth.example.org');
   });
 

@@ -1,0 +1,40 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { packageRoot } from '../package-root.js';
+
+/** Pages are static; everything dynamic comes from the JSON API and is rendered with textContent. */
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+const ASSETS = {
+  '/demo.js': { file: 'demo.js', type: 'text/javascript; charset=utf-8' },
+  '/sign.js': { file: 'sign.js', type: 'text/javascript; charset=utf-8' },
+  '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
+} as const;
+
+/** Reads a page from `public/` once. */
+export const readPage = (name: string): Buffer => readFileSync(join(packageRoot(), 'public', name));
+
+/** Sends an HTML page with the headers every page of the service carries. */
+export function sendPage(reply: FastifyReply, html: Buffer): FastifyReply {
+  return reply
+    .type('text/html; charset=utf-8')
+    .header('content-security-policy', CONTENT_SECURITY_POLICY)
+    .header('x-content-type-options', 'nosniff')
+    .header('referrer-policy', 'no-referrer')
+    .header('cache-control', 'no-cache')
+    .send(html);
+}
+
+/** The demo page at `/` and its assets (ARCHITECTURE.md §5, embedded default). */
+export async function pagesRoutes(app: FastifyInstance): Promise<void> {
+  const index = readPage('index.html');
+  app.get('/', async (_request, reply) => sendPage(reply, index));
+  for (const [path, asset] of Object.entries(ASSETS)) {
+    const content = readPage(asset.file);
+    app.get(path, async (_request, reply) =>
+      reply.type(asset.type).header('x-content-type-options', 'nosniff').header('cache-control', 'no-cache').send(content),
+    );
+  }
+}

@@ -1,0 +1,14 @@
+import type { DevIdentity } from '../identity/dev-identity.js';
+import { signEd25519 } from '../identity/keys.js';
+import { signedMessage, type Decision } from './challenge.js';
+import type { QuickLogin } from './quicklogin.js';
+
+/**
+ * Same-device approval with the development identity: signs the code's challenge with the dev key
+ * and goes through the ordinary signature path, so every check (expiry, single use, signature) holds.
+ */
+export async function approveWithDevIdentity(quickLogin: QuickLogin, dev: DevIdentity, code: string, decision: Decision) {
+  const info = await quickLogin.describe(code);
+  const signature = signEd25519(dev.key, signedMessage(info.challenge, dev.legalId, decision));
+  return quickLogin.sign(code, { legalId: dev.legalId, signature, decision });
+}
