@@ -9,6 +9,7 @@ import { MemoryBus } from './bus/memory-bus.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { eventsRoutes } from './http/events-routes.js';
+import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
 import { registerProblemHandlers } from './http/problem.js';
 import { pagesRoutes } from './http/pages-routes.js';
@@ -132,6 +133,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
   await app.register(quickLoginRoutes, { quickLogin, signer, allowedOrigins: config.allowedOrigins, devIdentity });
   await app.register(pagesRoutes);
+  await app.register(eventsScriptRoutes);
 
   app.addHook('onClose', async () => {
     for (const t of timers) clearInterval(t);

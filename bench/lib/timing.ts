@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { machineBusyMicros, otherPercent } from './sysload.js';
 import type { Measurement } from './types.js';
 
 export interface TimingOptions {
@@ -15,7 +16,15 @@ const cpuMicros = (): number => {
   return user + system;
 };
 
-function toMeasurement(key: string, label: string, unit: string, count: number, windowMs: number, cpu: number): Measurement {
+function toMeasurement(
+  key: string,
+  label: string,
+  unit: string,
+  count: number,
+  windowMs: number,
+  cpu: number,
+  machine: number,
+): Measurement {
   return {
     key,
     label,
@@ -25,6 +34,7 @@ function toMeasurement(key: string, label: string, unit: string, count: number, 
     rate: (count * 1000) / windowMs,
     cpuPercent: (cpu / (windowMs * 1000)) * 100,
     cpuMicrosPerOp: count > 0 ? cpu / count : undefined,
+    otherCpuPercent: otherPercent(machine, cpu, windowMs),
   };
 }
 
@@ -40,6 +50,7 @@ export function measureSync(key: string, label: string, unit: string, op: (i: nu
   for (let n = 0; n < maxOps && performance.now() < warmEnd; n++) sink = op(i++);
 
   const cpu0 = cpuMicros();
+  const machine0 = machineBusyMicros();
   const start = performance.now();
   const end = start + o.durationMs;
   let count = 0;
@@ -50,8 +61,9 @@ export function measureSync(key: string, label: string, unit: string, op: (i: nu
     now = performance.now();
   }
   const cpu = cpuMicros() - cpu0;
+  const machine = machineBusyMicros() - machine0;
   if (sink === Symbol.for('never')) console.log(sink); // keeps the results observable
-  return toMeasurement(key, label, unit, count, now - start, cpu);
+  return toMeasurement(key, label, unit, count, now - start, cpu, machine);
 }
 
 /**
@@ -68,8 +80,9 @@ export async function measureAsync(
   const maxOps = o.maxOps ?? DEFAULT_MAX_OPS;
   const concurrency = o.concurrency ?? 1;
   let i = 0;
-  const phase = async (ms: number): Promise<{ count: number; windowMs: number; cpu: number }> => {
+  const phase = async (ms: number): Promise<{ count: number; windowMs: number; cpu: number; machine: number }> => {
     const cpu0 = cpuMicros();
+    const machine0 = machineBusyMicros();
     const start = performance.now();
     const end = start + ms;
     let count = 0;
@@ -82,9 +95,9 @@ export async function measureAsync(
       }
     };
     await Promise.all(Array.from({ length: concurrency }, lane));
-    return { count, windowMs: last - start, cpu: cpuMicros() - cpu0 };
+    return { count, windowMs: last - start, cpu: cpuMicros() - cpu0, machine: machineBusyMicros() - machine0 };
   };
   await phase(o.warmupMs);
-  const { count, windowMs, cpu } = await phase(o.durationMs);
-  return toMeasurement(key, label, unit, count, windowMs, cpu);
+  const { count, windowMs, cpu, machine } = await phase(o.durationMs);
+  return toMeasurement(key, label, unit, count, windowMs, cpu, machine);
 }

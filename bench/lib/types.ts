@@ -18,6 +18,10 @@ export interface Measurement {
   cpuMicrosPerOp?: number;
   /** Latency percentiles (ms) for HTTP measurements. */
   latencyMs?: { p50: number; p99: number; max: number };
+  /** CPU the load generator (this process) used over the window, % of one core. */
+  clientCpuPercent?: number;
+  /** CPU that other processes on the machine used over the window, % of one core (contamination). */
+  otherCpuPercent?: number;
   /** Non-fatal problems (errors, unexpected statuses) seen while measuring. */
   errors?: number;
   note?: string;

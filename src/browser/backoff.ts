@@ -34,8 +34,9 @@ export class Backoff {
   next(): number {
     const ceiling = Math.min(this.capMs, this.baseMs * 2 ** Math.min(this.attempt, MAX_EXPONENT));
     if (this.attempt < MAX_EXPONENT) this.attempt++;
-    // A random() outside [0, 1) (a bad fake) must still not escape the bounds.
-    const r = Math.min(Math.max(this.random(), 0), 1);
+    // A random() outside [0, 1) (a bad fake, NaN) must still not escape the bounds.
+    const raw = this.random();
+    const r = raw > 0 ? Math.min(raw, 1) : 0;
     return Math.floor(r * ceiling);
   }
 

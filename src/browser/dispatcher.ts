@@ -77,18 +77,19 @@ export class Dispatcher {
     return this.last;
   }
 
-  /** Forget the last id: the service forgot the tab (or the tab changed), and numbers anew from 1. */
+  /** Forget the last id: the service forgot the tab, or the tab or server changed, so ids start over. */
   resetEventIds(): void {
     this.last = undefined;
     this.checkRenumbering = false;
   }
 
   /**
-   * A new WebSocket connection starts. The service resends only ids above the lastEventId sent
-   * in Register, so a first frame with an id at or below it means the service numbers this tab
-   * anew (it restarted, or forgot the tab after tabIdleSeconds, or another node took it): the
-   * WebSocket has no 404 to say so. Without this, every event after a server restart would be
-   * dropped as a duplicate until the page reloads.
+   * A new WebSocket connection starts. The service resends only ids above the lastEventId sent in
+   * Register, so a first frame at or below it means the tab is numbered anew, and the WebSocket
+   * has no 404 to say so. tabwire starts a re-registered tab's ids above its old ones (ms × 1000,
+   * docs/events.md "Event ids"), but a node whose clock is behind (cluster, restart after a clock
+   * step) or a server numbering from 1 would otherwise have every later event dropped as a
+   * duplicate until the page reloads.
    */
   beginConnection(): void {
     this.checkRenumbering = true;

@@ -86,6 +86,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     if (lastEventId !== undefined && (await o.tabs.sessionOf(tabId)) === undefined) {
       throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not known (any more); poll without X-Last-Event-ID to register it again`);
     }
+    const newSession = sessionIdOf(request) === undefined;
     const sessionHash = ensureSession(request, reply, o.cookies);
     reply.header('cache-control', 'no-store');
 
@@ -97,7 +98,13 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
       // A response closed before it was answered: the client went away. What reaches the tab now waits in its outbox.
       reply.raw.on('close', () => connection.close(0, 'client_gone'));
       registry.register(tabId, sessionHash, connection, lastEventId).then(
-        (outcome) => (outcome === 'conflict' ? connection.close(0, 'tab_session_mismatch') : hub.touch(tabId)),
+        (outcome) => {
+          if (outcome === 'conflict') return connection.close(0, 'tab_session_mismatch');
+          hub.touch(tabId);
+          // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
+          // QR requests now, not after the hold time. The client polls again immediately.
+          if (newSession) connection.send([]);
+        },
         (err: unknown) => {
           request.log.error({ err }, 'long-poll registration failed');
           connection.close(0, 'internal_error');

@@ -21,11 +21,16 @@ export interface CookiePolicy {
   sameSite: 'lax' | 'strict' | 'none';
 }
 
-/** Cookie options: HttpOnly always; Secure when the public base is https (or SameSite=None). */
+/**
+ * Cookie options: HttpOnly always; Secure when the public base is https (or SameSite=None). A
+ * cross-site cookie (SameSite=None) is also Partitioned (CHIPS): browsers that block third-party
+ * cookies still keep it, keyed to the embedding page's site, which is exactly the scope a tab needs.
+ */
 export const sessionCookieOptions = (policy: CookiePolicy) =>
   ({
     path: '/',
     httpOnly: true,
     secure: policy.secure || policy.sameSite === 'none',
     sameSite: policy.sameSite,
+    partitioned: policy.sameSite === 'none',
   }) as const;

@@ -38,11 +38,11 @@ export interface TestService {
 /** A real tabwire on a loopback port with its own SQLite file and a clock the test moves. */
 export async function startService(overrides: Partial<ConfigInput> = {}): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'tabwire-test-'));
-  const port = await freePort();
-  const config = loadConfig({}, { port, sqliteFile: join(dir, 'tabwire.sqlite'), logLevel: 'silent', ...overrides });
+  const config = loadConfig({}, { port: overrides.port ?? (await freePort()), sqliteFile: join(dir, 'tabwire.sqlite'), logLevel: 'silent', ...overrides });
   const clock = new ManualClock();
   const store = await openSqliteStore(config.sqliteFile);
   const app = await buildApp(config, { clock, store });
+  const { port } = config;
   await app.listen({ host: '127.0.0.1', port });
   const scheme = config.tlsCertFile === undefined ? 'http' : 'https';
   return {

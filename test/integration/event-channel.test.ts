@@ -32,13 +32,18 @@ async function poll(tabId: string | undefined, o: { cookie?: string; lastEventId
 const deliver = (tabId: string, n: number) => service.app.tabwire.hub.deliver(tabId, { type: 'Counter', data: n });
 
 describe('long-poll /ClientEvents', () => {
-  it('registers the tab on the first poll, sets the session cookie, and answers NOP when idle', async () => {
+  it('registers the tab on the first poll, answers it at once with the session cookie, and answers NOP when idle', async () => {
     const tabId = randomUUID();
+    const started = Date.now();
     const first = await poll(tabId);
     expect(first.status).toBe(200);
-    expect(first.body).toEqual([{ type: 'NOP' }]);
+    expect(first.body).toEqual([]);
+    expect(Date.now() - started).toBeLessThan(900); // not held: the hold time here is 1 s
     expect(first.cookie).toMatch(/^tabwire_sid=/);
     expect(await service.store.tabs.sessionOf(tabId)).toBeDefined();
+    const idle = await poll(tabId, { cookie: first.cookie! });
+    expect(idle.body).toEqual([{ type: 'NOP' }]);
+    expect(idle.cookie).toBeUndefined();
   });
 
   it('answers a held poll as soon as an event arrives', async () => {

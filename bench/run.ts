@@ -1,0 +1,56 @@
+/**
+ * `npm run bench [-- <name>...] [-- --strict]`: runs the benchmark modules one after another and
+ * prints their tables. With names, only those run. With --strict, a missed budget exits 1.
+ * To add a benchmark, write a module exporting a `Benchmark` (bench/lib/types.ts) and list it below.
+ */
+import { performance } from 'node:perf_hooks';
+import type { BenchReport, Benchmark } from './lib/types.js';
+import { qrIssuance } from './qr-issuance.js';
+
+const BENCHMARKS: readonly Benchmark[] = [qrIssuance];
+
+function print(report: BenchReport, seconds: number): void {
+  console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);
+  for (const line of report.context) console.log(line);
+  for (const section of report.sections) {
+    console.log(`\n${section.heading}`);
+    for (const line of section.lines) console.log(`  ${line}`);
+  }
+  if (report.budgets.length > 0) {
+    console.log('\nBudgets (same run):');
+    for (const b of report.budgets) console.log(`  [${b.met ? 'MET' : 'NOT MET'}] ${b.name}: ${b.detail}`);
+  }
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const strict = args.includes('--strict');
+  const names = args.filter((a) => !a.startsWith('--'));
+  const unknown = names.filter((n) => !BENCHMARKS.some((b) => b.name === n));
+  if (unknown.length > 0) {
+    console.error(`unknown benchmark(s): ${unknown.join(', ')}; known: ${BENCHMARKS.map((b) => b.name).join(', ')}`);
+    return 2;
+  }
+  const selected = names.length === 0 ? BENCHMARKS : BENCHMARKS.filter((b) => names.includes(b.name));
+
+  let missed = 0;
+  let failed = 0;
+  const t0 = performance.now();
+  for (const benchmark of selected) {
+    console.log(`running ${benchmark.name}: ${benchmark.description} ...`);
+    const start = performance.now();
+    try {
+      const report = await benchmark.run();
+      print(report, (performance.now() - start) / 1000);
+      missed += report.budgets.filter((b) => !b.met).length;
+    } catch (err) {
+      failed++;
+      console.error(`\n${benchmark.name} failed:`, err);
+    }
+  }
+  console.log(`\n${selected.length} benchmark(s) in ${((performance.now() - t0) / 1000).toFixed(1)} s; ${failed} failed, ${missed} budget(s) not met.`);
+  if (failed > 0) return 1;
+  return strict && missed > 0 ? 1 : 0;
+}
+
+process.exitCode = await main();

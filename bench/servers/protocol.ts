@@ -1,0 +1,52 @@
+/** Messages over the IPC channel between bench/run.ts and a server child (bench/lib/child.ts). */
+export type ParentRequest = { type: 'cpu'; id: number };
+export type ChildReply =
+  | { type: 'ready'; port: number }
+  | { type: 'failed'; message: string }
+  | { type: 'cpu'; id: number; micros: number };
+
+export interface Listening {
+  port: number;
+  close(): Promise<void>;
+}
+
+const send = (m: ChildReply): void => {
+  process.send?.(m);
+};
+
+/**
+ * Child side: starts the server, reports its port, answers CPU readings, and shuts down on
+ * SIGTERM or when the parent goes away (IPC disconnect), so no server outlives a benchmark.
+ */
+export async function serveAsChild(start: () => Promise<Listening>): Promise<void> {
+  if (!process.send) throw new Error('run this file through bench/run.ts (it needs an IPC channel)');
+  let server: Listening | undefined;
+  let closing = false;
+  const shutdown = async (code: number): Promise<void> => {
+    if (closing) return;
+    closing = true;
+    const force = setTimeout(() => process.exit(code), 3_000);
+    force.unref();
+    try {
+      await server?.close();
+    } finally {
+      process.exit(code);
+    }
+  };
+  process.once('SIGTERM', () => void shutdown(0));
+  process.once('SIGINT', () => void shutdown(0));
+  process.once('disconnect', () => void shutdown(0));
+  process.on('message', (m: ParentRequest) => {
+    if (m.type === 'cpu') {
+      const { user, system } = process.cpuUsage();
+      send({ type: 'cpu', id: m.id, micros: user + system });
+    }
+  });
+  try {
+    server = await start();
+    send({ type: 'ready', port: server.port });
+  } catch (err) {
+    send({ type: 'failed', message: err instanceof Error ? err.stack ?? err.message : String(err) });
+    await shutdown(1);
+  }
+}

@@ -1,0 +1,18 @@
+/**
+ * Child server: the real tabwire app (buildApp with its own SQLite file, silent log).
+ * Args: <port> <sqliteFile>. The port must be the real one: signUrl is built from it.
+ */
+import { buildApp } from '../../src/app.js';
+import { loadConfig } from '../../src/config/load.js';
+import { serveAsChild } from './protocol.js';
+
+await serveAsChild(async () => {
+  const port = Number(process.argv[2]);
+  const sqliteFile = process.argv[3];
+  if (!Number.isInteger(port) || port <= 0 || !sqliteFile) throw new Error('usage: tabwire.ts <port> <sqliteFile>');
+  // An empty environment: stray TABWIRE_* variables must not change what is measured.
+  const config = loadConfig({}, { port, sqliteFile, logLevel: 'silent' });
+  const app = await buildApp(config);
+  await app.listen({ host: '127.0.0.1', port });
+  return { port, close: () => app.close() };
+});

@@ -1,0 +1,98 @@
+import type { FetchLike, Timers } from './platform.js';
+import type { Transport, TransportEnd, TransportLink } from './transport.js';
+
+/**
+ * The service holds a poll ~20 s before answering `[{"type":"NOP"}]` (ARCHITECTURE.md §3); a
+ * poll still open long after that went through a proxy that lost it, so give up and retry.
+ */
+export const POLL_TIMEOUT_MS = 60_000;
+
+export interface LongPollDeps {
+  fetch: FetchLike;
+  timers: Timers;
+  timeoutMs?: number;
+}
+
+/** Catalogue codes (src/errors.ts) that change what the client does next. */
+const TAB_NOT_REGISTERED = 'tab_not_registered';
+const TAB_SESSION_MISMATCH = 'tab_session_mismatch';
+
+/** The `code` of a problem+json body (RFC 9457 with the catalogue's code), if it has one. */
+export function problemCode(text: string): string | undefined {
+  try {
+    const body: unknown = JSON.parse(text);
+    if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+      const code = (body as Record<string, unknown>).code;
+      return typeof code === 'string' ? code : undefined;
+    }
+  } catch {
+    // not JSON: an error page from a proxy
+  }
+  return undefined;
+}
+
+/**
+ * One long poll: `POST /ClientEvents`, body = page location as text/plain, header `X-TabID`,
+ * and `X-Last-Event-ID` once an event was seen (REFERENCE-CLIENTS.md "The event script", with
+ * the additive id). The answer is a JSON array of `{type, data, id}` frames. Credentials are
+ * included because the tab is bound to the session cookie, also when the event host differs.
+ */
+export function startPoll(link: TransportLink, deps: LongPollDeps): Transport {
+  const { timers } = deps;
+  let done = false;
+  const abort = typeof AbortController === 'function' ? new AbortController() : undefined;
+
+  const finish = (end: TransportEnd): void => {
+    if (done) return;
+    done = true;
+    timers.clearTimeout(timeout);
+    link.end(end);
+  };
+  const timeout = timers.setTimeout(() => {
+    abort?.abort();
+    finish({ kind: 'lost', opened: false });
+  }, deps.timeoutMs ?? POLL_TIMEOUT_MS);
+
+  const headers: Record<string, string> = { 'Content-Type': 'text/plain', 'X-TabID': link.tabId() };
+  const lastEventId = link.lastEventId();
+  if (lastEventId !== undefined) headers['X-Last-Event-ID'] = String(lastEventId);
+
+  const answered = (status: number, text: string): void => {
+    if (done) return; // stopped while the body was read: its frames are not for this page any more
+    if (status === 200) return finish(link.batch(text) ? { kind: 'polled' } : { kind: 'lost', opened: true });
+    const code = problemCode(text);
+    if (status === 404 && code === TAB_NOT_REGISTERED) return finish({ kind: 'tab-forgotten' });
+    if (status === 403 && code === TAB_SESSION_MISMATCH) return finish({ kind: 'tab-rejected' });
+    finish({ kind: 'lost', opened: true });
+  };
+
+  // Called unbound: the DOM's fetch throws "Illegal invocation" when `this` is another object.
+  const fetchFn = deps.fetch;
+  let request: Promise<void>;
+  try {
+    request = fetchFn(link.url, {
+      method: 'POST',
+      credentials: 'include',
+      headers,
+      body: link.location(),
+      ...(abort ? { signal: abort.signal } : {}),
+    }).then(async (response) => answered(response.status, await response.text()));
+  } catch (err) {
+    request = Promise.reject(err);
+  }
+  request.catch(() => finish({ kind: 'lost', opened: false }));
+  link.ready();
+
+  return {
+    kind: 'longpoll',
+    // There is no goodbye on this transport; the service forgets a tab that stops polling.
+    stop() {
+      if (!done) {
+        done = true;
+        timers.clearTimeout(timeout);
+        abort?.abort();
+      }
+      return false;
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { packageRoot } from '../package-root.js';
+
+export interface EventsScriptRoutesOptions {
+  /** The built script; default `dist/public/Events.js` under the package root (found from src/ and dist/ alike). */
+  bundlePath?: string;
+}
+
+/** Browsers refetch at most every 5 minutes; a deploy reaches open pages on their next load. */
+const CACHE_CONTROL = 'public, max-age=300';
+
+/**
+ * RFC 9110 §13.1.2: If-None-Match matches on `*` or any listed tag, compared weakly (a `W/`
+ * prefix on either side is ignored).
+ */
+export function ifNoneMatchHits(header: string | undefined, etag: string): boolean {
+  if (header === undefined) return false;
+  if (header.trim() === '*') return true;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  return header.split(',').some((tag) => opaque(tag) === opaque(etag));
+}
+
+/**
+ * `GET /Events.js` (SPEC.md "GET {base_url}/Events.js"): the bundle built by
+ * scripts/build-browser.mjs, read once here, with a strong ETag so a revalidation is a 304.
+ */
+export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRoutesOptions = {}): Promise<void> {
+  const file = o.bundlePath ?? path.join(packageRoot(), 'dist', 'public', 'Events.js');
+  let script: Buffer;
+  try {
+    script = readFileSync(file);
+  } catch (err) {
+    throw new Error(`The browser event script ${file} is missing; run \`npm run build\` (or \`node scripts/build-browser.mjs\`) first`, {
+      cause: err,
+    });
+  }
+  const etag = `"${createHash('sha256').update(script).digest('base64url')}"`;
+
+  // Pages on other hosts include the script (split hosts, ARCHITECTURE.md §3); CORP lets pages
+  // that set Cross-Origin-Embedder-Policy load it too.
+  const headers = (reply: FastifyReply): FastifyReply =>
+    reply
+      .header('etag', etag)
+      .header('cache-control', CACHE_CONTROL)
+      .header('x-content-type-options', 'nosniff')
+      .header('cross-origin-resource-policy', 'cross-origin');
+
+  app.get('/Events.js', async (request, reply) => {
+    const ifNoneMatch = request.headers['if-none-match'];
+    if (ifNoneMatchHits(ifNoneMatch, etag)) return headers(reply).code(304).send();
+    return headers(reply).type('text/javascript; charset=utf-8').send(script);
+  });
+}

@@ -1,0 +1,183 @@
+import { createServer, type Server } from 'node:https';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { HOST_A, HOST_B, launchChromium, selfSignedCertificate } from '../helpers/browser.js';
+import { freePort, startService, type TestService } from '../helpers/service.js';
+
+// Real headless Chromium (Debian's) against a real tabwire on loopback.
+let service: TestService;
+let browser: Browser;
+
+beforeAll(async () => {
+  service = await startService();
+  browser = await launchChromium();
+});
+afterAll(async () => {
+  await browser?.close();
+  await service?.close();
+});
+
+async function openDemo(context: BrowserContext): Promise<Page> {
+  const page = await context.newPage();
+  await page.goto(`${service.baseUrl}/`);
+  await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).src.includes('/QuickLogin/Qr/'));
+  return page;
+}
+
+const tabIdOf = (page: Page) => page.evaluate(() => (window as any).Events.tabId as string);
+const transportOf = (page: Page) => page.evaluate(() => (window as any).Events.stats.transport as string);
+
+describe('the demo page in Chromium', () => {
+  it('shows the signed identity after same-device approval over WebSocket (screenshot in docs/images/demo.png)', async () => {
+    const context = await browser.newContext({ viewport: { width: 900, height: 760 } });
+    const page = await openDemo(context);
+    expect(await transportOf(page)).toBe('websocket');
+    const [approval] = await Promise.all([context.waitForEvent('page'), page.click('#same-device')]);
+    await approval.waitForSelector('#approve:not([disabled])');
+    expect(await approval.textContent('#purpose')).toBe('Log in to the tabwire demo');
+    await approval.click('#approve');
+    await approval.waitForFunction(() => document.getElementById('outcome')!.textContent!.startsWith('Approved'));
+    await page.waitForSelector('#result:not([hidden])');
+    const table = await page.textContent('#identity');
+    expect(table).toContain('Ada');
+    expect(table).toContain('Lovelace');
+    await page.screenshot({ path: 'docs/images/demo.png' });
+    await context.close();
+  });
+
+  it('works with WebSocket unavailable, over long-poll', async () => {
+    const context = await browser.newContext();
+    await context.addInitScript(() => Object.defineProperty(window, 'WebSocket', { value: undefined }));
+    const page = await openDemo(context);
+    expect(await transportOf(page)).toBe('longpoll');
+    const signUrl = await page.getAttribute('#same-device', 'href');
+    const approved = await fetch(`${signUrl}/Dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"decision":"approve"}' });
+    expect(approved.status).toBe(200);
+    await page.waitForSelector('#result:not([hidden])');
+    expect(await page.textContent('#identity')).toContain('Ada');
+    await context.close();
+  });
+
+  it('delivers an event sent while the connection is cut exactly once after it reconnects', async () => {
+    const context = await browser.newContext();
+    const page = await openDemo(context);
+    await page.evaluate(() => {
+      (window as any).probes = [];
+      (window as any).Events.on('Probe', (data: unknown) => (window as any).probes.push(data));
+    });
+    const tabId = await tabIdOf(page);
+    for (const socket of service.app.websocketServer.clients) socket.terminate();
+    await service.app.tabwire.hub.deliver(tabId, { type: 'Probe', data: 'while-cut' });
+    await page.waitForFunction(() => (window as any).probes.length >= 1, undefined, { timeout: 15_000 });
+    await service.app.tabwire.hub.deliver(tabId, { type: 'Probe', data: 'after' });
+    await page.waitForFunction(() => (window as any).probes.length >= 2);
+    await page.waitForTimeout(500);
+    expect(await page.evaluate(() => (window as any).probes)).toEqual(['while-cut', 'after']);
+    expect(await page.evaluate(() => (window as any).Events.stats.reconnects)).toBeGreaterThanOrEqual(1);
+    await context.close();
+  });
+
+  it('never executes an event type that is JavaScript', async () => {
+    const context = await browser.newContext();
+    const page = await openDemo(context);
+    const dialogs: string[] = [];
+    page.on('dialog', (d) => {
+      dialogs.push(d.message());
+      void d.dismiss();
+    });
+    await page.evaluate(() => {
+      (window as any).sentinel = [];
+      (window as any).Events.on('Sentinel', (data: unknown) => (window as any).sentinel.push(data));
+    });
+    const tabId = await tabIdOf(page);
+    for (const type of ['window.pwned=true', 'alert(1)', 'constructor', '__proto__', 'toString', 'NOP;window.pwned=true']) {
+      await service.app.tabwire.hub.deliver(tabId, { type, data: 'x' });
+    }
+    await service.app.tabwire.hub.deliver(tabId, { type: 'Sentinel', data: 'done' });
+    await page.waitForFunction(() => (window as any).sentinel.length === 1);
+    expect(await page.evaluate(() => (window as any).pwned)).toBeUndefined();
+    expect(dialogs).toEqual([]);
+    await context.close();
+  });
+
+  it('keeps its tab ID across a reload', async () => {
+    const context = await browser.newContext();
+    const page = await openDemo(context);
+    const before = await tabIdOf(page);
+    await page.reload();
+    await page.waitForFunction(() => (window as any).Events !== undefined);
+    expect(await tabIdOf(page)).toBe(before);
+    await context.close();
+  });
+});
+
+describe('page on host A, tabwire on host B, over HTTPS', () => {
+  let tabwireB: TestService;
+  let pageServer: Server;
+  let pageOrigin: string;
+
+  beforeAll(async () => {
+    const tls = selfSignedCertificate();
+    const portA = await freePort();
+    const portB = await freePort();
+    pageOrigin = `https://${HOST_A}:${portA}`;
+    tabwireB = await startService({
+      port: portB,
+      tlsCertFile: tls.certFile,
+      tlsKeyFile: tls.keyFile,
+      publicBaseUrl: `https://${HOST_B}:${portB}`,
+      allowedOrigins: [pageOrigin],
+      cookieSameSite: 'none',
+      devApproval: 'on',
+    });
+    const serviceHost = `${HOST_B}:${portB}`;
+    // A page as a site would write it: the event host in a meta tag, QR requests with credentials.
+    const html = `<!doctype html><html><head><meta charset="utf-8">
+<meta name="tabwire-events" content="${serviceHost}">
+<script src="https://${serviceHost}/Events.js"></script></head><body><pre id="out"></pre><script>
+  Events.on('SignatureReceived', (data) => { window.result = data; });
+  async function ask() {
+    const response = await fetch('https://${serviceHost}/QuickLogin', {
+      method: 'POST', credentials: 'include', headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ mode: 'base64', purpose: 'Cross-site login', serviceId: '', tab: Events.tabId, propertyFilter: 'FIRST' }),
+    });
+    const body = await response.json();
+    if (!response.ok) { window.lastError = body; setTimeout(ask, 300); return; }
+    window.qr = body;
+  }
+  Events.ready.then(ask);
+</script></body></html>`;
+    pageServer = createServer({ cert: tls.cert, key: tls.key }, (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      res.end(html);
+    });
+    await new Promise<void>((resolve) => pageServer.listen(portA, '127.0.0.1', resolve));
+  });
+
+  afterAll(async () => {
+    await new Promise((resolve) => pageServer?.close(resolve));
+    await tabwireB?.close();
+  });
+
+  it('registers over wss, gets a QR code with the cross-site cookie, and receives the result', async () => {
+    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const page = await context.newPage();
+    await page.goto(`${pageOrigin}/`);
+    await page.waitForFunction(() => (window as any).qr !== undefined, undefined, { timeout: 15_000 });
+    expect(await transportOf(page)).toBe('websocket');
+    const qr = await page.evaluate(() => (window as any).qr);
+    expect(qr.signUrl).toMatch(new RegExp(`^https://${HOST_B}:\\d+/QuickLogin/Sign/`));
+    const cookies = await context.cookies(`https://${HOST_B}`);
+    // Partitioned (CHIPS): kept even where third-party cookies are blocked, keyed to page A's site.
+    expect(cookies.find((c) => c.name === 'tabwire_sid')).toMatchObject({ secure: true, sameSite: 'None', httpOnly: true, partitionKey: `https://${HOST_A}` });
+
+    const approval = await context.newPage();
+    await approval.goto(qr.signUrl);
+    await approval.waitForSelector('#approve:not([disabled])');
+    expect(await approval.textContent('#requester')).toBe(`${HOST_A}:${new URL(pageOrigin).port}`);
+    await approval.click('#approve');
+    await page.waitForFunction(() => (window as any).result !== undefined);
+    expect(await page.evaluate(() => (window as any).result.Properties)).toEqual({ FIRST: 'Ada' });
+    await context.close();
+  });
+});
