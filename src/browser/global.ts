@@ -16,7 +16,30 @@ interface AgentApiNamespace {
 // the tab ID and evict each other with close 4409). Symbol.for: both copies see the same symbol.
 const INSTALLED = Symbol.for('tabwire.events');
 
-type PageWindow = Window & { Events?: unknown; AgentAPI?: AgentApiNamespace; [INSTALLED]?: true };
+type PageFunction = (data: unknown) => void;
+type PageWindow = Window & {
+  Events?: unknown;
+  AgentAPI?: AgentApiNamespace;
+  [INSTALLED]?: true;
+  SignatureReceived?: PageFunction;
+  SignatureReceivedBE?: PageFunction;
+  SignatureRejected?: PageFunction;
+};
+
+/**
+ * Pages written for the reference script define global functions for the QuickLogin events
+ * (REFERENCE-CLIENTS.md: `SignatureReceived(data)`, `SignatureReceivedBE()`), and must keep working.
+ * These three are looked up by fixed names written here, never by a name that came from the wire,
+ * and only when the page defined them as functions (called in addition to `Events.on` handlers).
+ */
+function installLegacyGlobals(win: PageWindow, events: EventsApi): void {
+  const call = (fn: PageFunction | undefined, data: unknown) => {
+    if (typeof fn === 'function') fn.call(undefined, data);
+  };
+  events.on('SignatureReceived', (data) => call(win.SignatureReceived, data));
+  events.on('SignatureReceivedBE', (data) => call(win.SignatureReceivedBE, data));
+  events.on('SignatureRejected', (data) => call(win.SignatureRejected, data));
+}
 
 /**
  * Hooks SetHost into `AgentAPI.IO`, keeping the namespace and any SetHost an Agent API client
@@ -49,6 +72,7 @@ function install(win: PageWindow): void {
     win.Events = events;
   }
   installSetHost(win, events);
+  installLegacyGlobals(win, events);
   whenParsed(win.document, () => {
     if (metaContent(win.document, 'tabwire-events-autoconnect')?.trim().toLowerCase() !== 'off') events.connect();
   });

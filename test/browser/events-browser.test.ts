@@ -111,6 +111,37 @@ describe('the demo page in Chromium', () => {
   });
 });
 
+describe('a page written for the reference clients', () => {
+  it('gets SignatureReceived through its global function, with a QR request sent as the reference script sends it', async () => {
+    const context = await browser.newContext();
+    // The page is served at the service's own origin (as the reference deployments do) by the test.
+    await context.grantPermissions(['local-network-access'], { origin: service.baseUrl }).catch(() => undefined);
+    const page = await context.newPage();
+    await page.route(`${service.baseUrl}/reference-page.html`, (route) =>
+      route.fulfill({
+        contentType: 'text/html',
+        body: `<!doctype html><html><head><script src="/Events.js"></script><script>
+          function SignatureReceived(data) { window.got = data; }
+          function ask() {
+            fetch('/QuickLogin', { method: 'POST', headers: { 'Content-Type': 'application/json' },
+              body: JSON.stringify({ serviceId: '', tab: Events.tabId, mode: 'text', purpose: 'Reference login' }) })
+              .then((r) => r.json()).then((body) => { if (body.signUrl) window.signUrl = body.signUrl; else setTimeout(ask, 300); });
+          }
+          Events.ready.then(ask);
+        </script></head><body></body></html>`,
+      }),
+    );
+    await page.goto(`${service.baseUrl}/reference-page.html`);
+    await page.waitForFunction(() => (window as any).signUrl !== undefined, undefined, { timeout: 15_000 });
+    const signUrl = await page.evaluate(() => (window as any).signUrl as string);
+    const approved = await fetch(`${signUrl}/Dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"decision":"approve"}' });
+    expect(approved.status).toBe(200);
+    await page.waitForFunction(() => (window as any).got !== undefined);
+    expect(await page.evaluate(() => (window as any).got.Purpose)).toBe('Reference login');
+    await context.close();
+  });
+});
+
 describe('page on host A, tabwire on host B, over HTTPS', () => {
   let tabwireB: TestService;
   let pageServer: Server;
