@@ -28,9 +28,9 @@ const IN_PROCESS = { warmupMs: 300, durationMs: 1_500 };
 /** Rows where other processes took more than this (% of a core) are flagged as unreliable. */
 const OTHER_CPU_LIMIT = 10;
 /** Longest wait for a quiet machine before the first measurement. */
-const QUIET_WAIT_MS = 20_000;
+const QUIET_WAIT_MS = 10_000;
 /** Re-measurements allowed per run when other processes disturb a window (bounds the run time). */
-const MAX_RETRIES = 4;
+const MAX_RETRIES = 3;
 /** The budget: text and base64 issuance at least this share of the raw matrix rate. */
 const BUDGET_SHARE = 0.5;
 /** tabwire's default qrModulePixels (src/config/schema.ts); used for the matched qrcode PNG. */

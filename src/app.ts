@@ -4,10 +4,15 @@ import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { Accounts } from './agent/accounts.js';
+import { FailureThrottle } from './agent/throttle.js';
+import { TokenService } from './agent/tokens.js';
 import type { Bus } from './bus/bus.js';
 import { MemoryBus } from './bus/memory-bus.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
+import { agentAccountRoutes } from './http/agent-account-routes.js';
+import { bearerGuard } from './http/bearer.js';
 import { eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
@@ -39,6 +44,8 @@ export interface Services {
   registry: TabRegistry;
   quickLogin: QuickLogin;
   signer: ServerSigner;
+  tokens: TokenService;
+  accounts: Accounts;
 }
 
 declare module 'fastify' {
@@ -94,10 +101,21 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     modulePixels: config.qrModulePixels,
     allowCookielessQrRequests: config.allowCookielessQrRequests,
   });
-  app.decorate('tabwire', { config, clock, store, hub, registry, quickLogin, signer } satisfies Services);
+  const tokens = await TokenService.load(store.serverKeys, clock, config.publicBaseUrl);
+  const accounts = new Accounts({
+    accounts: store.accounts,
+    tokens,
+    clock,
+    // docs/agent-api.md: the 6th failure within a minute for one account is refused; an address gets more room.
+    accountThrottle: new FailureThrottle(clock, 5, 60_000),
+    addressThrottle: new FailureThrottle(clock, 50, 60_000),
+  });
+  app.decorate('tabwire', { config, clock, store, hub, registry, quickLogin, signer, tokens, accounts } satisfies Services);
 
   const timers = [
     setInterval(() => hub.sweep(), HUB_SWEEP_MS),
+    // Picks up keys rotated by the CLI or another node, so the newest key signs everywhere.
+    setInterval(() => tokens.reload().catch((err: unknown) => log.error({ err }, 'token key reload failed')), 60_000),
     setInterval(() => {
       quickLogin.sweep(config.codeValiditySeconds * 1000).catch((err: unknown) => log.error({ err }, 'code sweep failed'));
     }, CODE_SWEEP_MS),
@@ -132,6 +150,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   });
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
   await app.register(quickLoginRoutes, { quickLogin, signer, allowedOrigins: config.allowedOrigins, devIdentity });
+  const guard = bearerGuard(tokens, store.accounts);
+  await app.register(agentAccountRoutes, { accounts, tokens, apiKeys: store.apiKeys, openRegistration: config.openRegistration, guard });
   await app.register(pagesRoutes);
   await app.register(eventsScriptRoutes);
 

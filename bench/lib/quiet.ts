@@ -2,7 +2,7 @@ import { backgroundLoad } from './sysload.js';
 import type { Measurement } from './types.js';
 
 /** Longest wait for the machine to calm down before a re-measurement. */
-const MAX_WAIT_MS = 5_000;
+const MAX_WAIT_MS = 3_000;
 const POLL_MS = 250;
 
 /**

@@ -2,6 +2,7 @@
 import { parseArgs } from 'node:util';
 import { ConfigError, loadConfig } from '../config/load.js';
 import { identityCommand } from './identity-command.js';
+import { accountCommand, apiKeyCommand, keysCommand, tokenCommand } from './operator-commands.js';
 import { signCommand } from './sign-command.js';
 import { SignerError } from './signer.js';
 
@@ -11,6 +12,10 @@ const USAGE = `usage:
   tabwire identity approve|reject|obsolete|compromised <id>
   tabwire identity list
   tabwire sign <signUrl> --key FILE [--yes] [--reject]
+  tabwire apikey create [--note TEXT] | revoke <id> | list
+  tabwire account list | disable <user> | enable <user> | delete <user>
+  tabwire token --user USER [--seconds N]
+  tabwire keys rotate
 Configuration comes from TABWIRE_* variables and TABWIRE_CONFIG_FILE, as for the service.`;
 
 async function run(argv: string[]): Promise<string> {
@@ -26,6 +31,9 @@ async function run(argv: string[]): Promise<string> {
       yes: { type: 'boolean', default: false },
       reject: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
+      note: { type: 'string' },
+      user: { type: 'string' },
+      seconds: { type: 'string', default: '3600' },
     },
   });
   const [command, ...rest] = positionals;
@@ -53,6 +61,17 @@ async function run(argv: string[]): Promise<string> {
         { input: process.stdin, output: process.stdout },
       );
     }
+    case 'apikey':
+      return apiKeyCommand(loadConfig(), rest[0] ?? '', rest[1], values.note);
+    case 'account':
+      return accountCommand(loadConfig(), rest[0] ?? '', rest[1]);
+    case 'token': {
+      const seconds = Number(values.seconds);
+      if (values.user === undefined || !Number.isFinite(seconds)) throw new UsageError('token needs --user USER and a numeric --seconds');
+      return tokenCommand(loadConfig(), values.user, seconds);
+    }
+    case 'keys':
+      return keysCommand(loadConfig(), rest[0] ?? '');
     default:
       throw new UsageError(`unknown command "${command}"`);
   }

@@ -51,6 +51,8 @@ export const ConfigSchema = Type.Object(
      * only when publicBaseUrl is a loopback address, so a public deployment never has it by accident.
      */
     devApproval: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
+    /** Let anyone create agent accounts; otherwise /Agent/Account/Create needs an operator API key. */
+    openRegistration: Type.Boolean({ default: false }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },

@@ -28,6 +28,8 @@ export function problemOf(error: TabwireError, instance?: string): Problem {
 }
 
 export function sendProblem(reply: FastifyReply, error: TabwireError, instance?: string): FastifyReply {
+  // RFC 9110 §10.2.3: a 429 says when to come back.
+  if (typeof error.extra.retryAfter === 'number') reply.header('retry-after', String(error.extra.retryAfter));
   return reply.code(error.status).type(PROBLEM_CONTENT_TYPE).header('cache-control', 'no-store').send(problemOf(error, instance));
 }
 

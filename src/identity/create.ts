@@ -39,6 +39,7 @@ export async function createIdentity(o: {
     attachments: [],
     clientKeyName: 'ed25519',
     clientPubKey: keys.publicKey,
+    accountId: null,
   };
   await o.identities.insert(identity);
   return { identity, privateKeyPem: keys.privateKeyPem };

@@ -37,6 +37,8 @@ export interface Identity {
   clientKeyName: string;
   /** The raw 32-byte Ed25519 public key, base64. */
   clientPubKey: string;
+  /** The agent account that applied for it; null for identities an operator created with the CLI. */
+  accountId: string | null;
 }
 
 /** Only an approved identity inside its validity period may sign (ARCHITECTURE.md §2). */

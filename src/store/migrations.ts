@@ -53,6 +53,40 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_agent_accounts': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('accounts')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('user_name', 'varchar(64)', (c) => c.notNull().unique())
+        .addColumn('password_hash', 'text', (c) => c.notNull())
+        .addColumn('email', 'varchar(255)')
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('id', 'varchar(32)', (c) => c.primaryKey())
+        .addColumn('key_hash', 'varchar(64)', (c) => c.notNull().unique())
+        .addColumn('note', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('revoked_at', 'bigint')
+        .execute();
+      await db.schema.alterTable('identities').addColumn('account_id', 'varchar(64)').execute();
+      await db.schema.createIndex('identities_account_id').on('identities').column('account_id').execute();
+      await db.schema
+        .createTable('attachments')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('identity_id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('content_type', 'varchar(128)', (c) => c.notNull())
+        .addColumn('file_name', 'varchar(255)', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addColumn('size', 'integer', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('attachments_identity_id').on('attachments').column('identity_id').execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

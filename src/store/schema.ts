@@ -38,6 +38,35 @@ export interface IdentitiesTable {
   attachments: string;
   client_key_name: string;
   client_pub_key: string;
+  account_id: string | null;
+}
+
+export interface AccountsTable {
+  id: string;
+  user_name: string;
+  password_hash: string;
+  email: string | null;
+  state: string;
+  created_at: number | string;
+}
+
+export interface ApiKeysTable {
+  id: string;
+  key_hash: string;
+  note: string | null;
+  created_at: number | string;
+  revoked_at: number | string | null;
+}
+
+export interface AttachmentsTable {
+  id: string;
+  identity_id: string;
+  content_type: string;
+  file_name: string;
+  /** base64 */
+  content: string;
+  size: number;
+  created_at: number | string;
 }
 
 export interface ServerKeysTable {
@@ -53,4 +82,7 @@ export interface Database {
   codes: CodesTable;
   identities: IdentitiesTable;
   server_keys: ServerKeysTable;
+  accounts: AccountsTable;
+  api_keys: ApiKeysTable;
+  attachments: AttachmentsTable;
 }

@@ -4,6 +4,9 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, SqliteDialect } from 'kysely';
 import { migrationProvider } from './migrations.js';
 import type { Database } from './schema.js';
+import { SqlAccountStore } from './sql/account-store.js';
+import { SqlApiKeyStore } from './sql/api-key-store.js';
+import { SqlAttachmentStore } from './sql/attachment-store.js';
 import { SqlCodeStore } from './sql/code-store.js';
 import { SqlIdentityStore } from './sql/identity-store.js';
 import { SqlServerKeyStore } from './sql/server-key-store.js';
@@ -34,6 +37,9 @@ export async function openSqliteStore(file: string): Promise<Store> {
     tabs: new SqlTabStore(db),
     identities: new SqlIdentityStore(db),
     serverKeys: new SqlServerKeyStore(db),
+    accounts: new SqlAccountStore(db),
+    apiKeys: new SqlApiKeyStore(db),
+    attachments: new SqlAttachmentStore(db),
     close: () => db.destroy(),
   };
 }

@@ -47,7 +47,8 @@ export interface TabStore {
 export interface IdentityStore {
   insert(identity: Identity): Promise<void>;
   get(id: string): Promise<Identity | undefined>;
-  list(): Promise<Identity[]>;
+  /** All identities, or an account's own, oldest first. */
+  list(accountId?: string): Promise<Identity[]>;
   /** Sets the state only if it is still `from`; returns whether it changed. */
   transition(id: string, from: IdentityState, to: IdentityState, now: number): Promise<boolean>;
 }
@@ -69,11 +70,67 @@ export interface ServerKeyStore {
   insert(key: ServerKey): Promise<void>;
 }
 
+export type AccountState = 'active' | 'disabled';
+
+/** An agent account (ARCHITECTURE.md §4); its JID is `userName@<component domain>`. */
+export interface Account {
+  id: string;
+  userName: string;
+  /** scrypt hash in the self-describing format of agent/passwords.ts. */
+  passwordHash: string;
+  email: string | null;
+  state: AccountState;
+  createdAt: number;
+}
+
+export interface AccountStore {
+  /** Returns false when the user name is taken. */
+  insert(account: Account): Promise<boolean>;
+  byId(id: string): Promise<Account | undefined>;
+  byUserName(userName: string): Promise<Account | undefined>;
+  list(): Promise<Account[]>;
+  setState(id: string, state: AccountState): Promise<boolean>;
+  delete(id: string): Promise<boolean>;
+}
+
+export interface ApiKey {
+  id: string;
+  /** SHA-256 of the secret, base64url; the secret itself is shown once and never stored. */
+  keyHash: string;
+  note: string | null;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+export interface ApiKeyStore {
+  insert(key: ApiKey): Promise<void>;
+  byHash(keyHash: string): Promise<ApiKey | undefined>;
+  list(): Promise<ApiKey[]>;
+  revoke(id: string, now: number): Promise<boolean>;
+}
+
+export interface StoredAttachment {
+  id: string;
+  identityId: string;
+  contentType: string;
+  fileName: string;
+  content: Buffer;
+  createdAt: number;
+}
+
+export interface AttachmentStore {
+  insert(attachment: StoredAttachment): Promise<void>;
+  get(id: string): Promise<StoredAttachment | undefined>;
+}
+
 /** Everything persistent, behind domain-shaped interfaces; one implementation per backend. */
 export interface Store {
   codes: CodeStore;
   tabs: TabStore;
   identities: IdentityStore;
   serverKeys: ServerKeyStore;
+  accounts: AccountStore;
+  apiKeys: ApiKeyStore;
+  attachments: AttachmentStore;
   close(): Promise<void>;
 }

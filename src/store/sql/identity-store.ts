@@ -15,6 +15,7 @@ const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
   attachments: JSON.parse(row.attachments) as Identity['attachments'],
   clientKeyName: row.client_key_name,
   clientPubKey: row.client_pub_key,
+  accountId: row.account_id,
 });
 
 /** Identities in SQL; properties and attachment metadata as JSON text (portable across backends). */
@@ -36,6 +37,7 @@ export class SqlIdentityStore implements IdentityStore {
         attachments: JSON.stringify(i.attachments),
         client_key_name: i.clientKeyName,
         client_pub_key: i.clientPubKey,
+        account_id: i.accountId,
       })
       .execute();
   }
@@ -45,8 +47,10 @@ export class SqlIdentityStore implements IdentityStore {
     return row && toIdentity(row);
   }
 
-  async list(): Promise<Identity[]> {
-    const rows = await this.db.selectFrom('identities').selectAll().orderBy('created_at').execute();
+  async list(accountId?: string): Promise<Identity[]> {
+    let query = this.db.selectFrom('identities').selectAll();
+    if (accountId !== undefined) query = query.where('account_id', '=', accountId);
+    const rows = await query.orderBy('created_at').execute();
     return rows.map(toIdentity);
   }
 
