@@ -4,58 +4,26 @@ import cors from '@fastify/cors';
 import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import { Accounts } from './agent/accounts.js';
-import { FailureThrottle } from './agent/throttle.js';
-import { TokenService } from './agent/tokens.js';
-import type { Bus } from './bus/bus.js';
-import { MemoryBus } from './bus/memory-bus.js';
-import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import { agentAccountRoutes } from './http/agent-account-routes.js';
+import { agentLegalRoutes } from './http/agent-legal-routes.js';
 import { bearerGuard } from './http/bearer.js';
 import { eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
-import { registerProblemHandlers } from './http/problem.js';
 import { pagesRoutes } from './http/pages-routes.js';
+import { registerProblemHandlers } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
-import { ensureDevIdentity } from './identity/dev-identity.js';
-import { Hub } from './hub/hub.js';
-import { TabRegistry } from './hub/registry.js';
 import { EVENTS_SUBPROTOCOL } from './protocol/frames.js';
-import { QuickLogin } from './quicklogin/quicklogin.js';
-import { loadServerSigner, type ServerSigner } from './quicklogin/server-signer.js';
-import { openSqliteStore } from './store/sqlite.js';
-import type { Store } from './store/stores.js';
+import { createServices, type Deps, type Services } from './services.js';
 
-/** Collaborators a caller may supply (tests: a moved clock, a shared store); the rest are made here. */
-export interface Deps {
-  store?: Store;
-  bus?: Bus;
-  clock?: Clock;
-}
-
-/** The running parts, reachable from tests and the CLI. */
-export interface Services {
-  config: Config;
-  clock: Clock;
-  store: Store;
-  hub: Hub;
-  registry: TabRegistry;
-  quickLogin: QuickLogin;
-  signer: ServerSigner;
-  tokens: TokenService;
-  accounts: Accounts;
-}
+export type { Deps, Services } from './services.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
     tabwire: Services;
   }
 }
-
-const HUB_SWEEP_MS = 5_000;
-const CODE_SWEEP_MS = 60_000;
 
 /** The one wiring point (ARCHITECTURE.md §1): a ready Fastify instance that does not listen. */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
@@ -73,54 +41,10 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
   }) as unknown as FastifyInstance;
   const log = app.log as unknown as Logger;
-  const clock = deps.clock ?? systemClock;
-  const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
-  const bus = deps.bus ?? new MemoryBus();
-
-  const hub = new Hub({
-    bus,
-    clock,
-    log: log.child({ module: 'hub' }),
-    outboxLimit: config.outboxLimit,
-    outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
-    tabIdleMs: config.tabIdleSeconds * 1000,
-    onForget: (tabId) => {
-      store.tabs.remove(tabId).catch((err: unknown) => log.error({ err, tabId }, 'removing a forgotten tab failed'));
-    },
-  });
-  const registry = new TabRegistry(store.tabs, hub, clock);
-  const signer = await loadServerSigner(store.serverKeys, clock);
-  const quickLogin = new QuickLogin({
-    store,
-    hub,
-    clock,
-    signer,
-    log: log.child({ module: 'quicklogin' }),
-    publicBaseUrl: config.publicBaseUrl,
-    codeValidityMs: config.codeValiditySeconds * 1000,
-    modulePixels: config.qrModulePixels,
-    allowCookielessQrRequests: config.allowCookielessQrRequests,
-  });
-  const tokens = await TokenService.load(store.serverKeys, clock, config.publicBaseUrl);
-  const accounts = new Accounts({
-    accounts: store.accounts,
-    tokens,
-    clock,
-    // docs/agent-api.md: the 6th failure within a minute for one account is refused; an address gets more room.
-    accountThrottle: new FailureThrottle(clock, 5, 60_000),
-    addressThrottle: new FailureThrottle(clock, 50, 60_000),
-  });
-  app.decorate('tabwire', { config, clock, store, hub, registry, quickLogin, signer, tokens, accounts } satisfies Services);
-
-  const timers = [
-    setInterval(() => hub.sweep(), HUB_SWEEP_MS),
-    // Picks up keys rotated by the CLI or another node, so the newest key signs everywhere.
-    setInterval(() => tokens.reload().catch((err: unknown) => log.error({ err }, 'token key reload failed')), 60_000),
-    setInterval(() => {
-      quickLogin.sweep(config.codeValiditySeconds * 1000).catch((err: unknown) => log.error({ err }, 'code sweep failed'));
-    }, CODE_SWEEP_MS),
-  ];
-  for (const t of timers) t.unref();
+  const services = await createServices(config, deps, log);
+  const { store, hub, registry, clock, quickLogin, signer, tokens, accounts } = services;
+  app.decorate('tabwire', services);
+  app.addHook('onClose', () => services.close());
 
   registerProblemHandlers(app);
   await app.register(cookie);
@@ -140,6 +64,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     },
   });
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
+  const guard = bearerGuard(tokens, store.accounts);
   await app.register(healthRoutes, { hub });
   await app.register(eventsRoutes, {
     tabs: store.tabs,
@@ -148,18 +73,16 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     cookies,
     channel: { registry, hub, clock, log: log.child({ module: 'channel:websocket' }), pingTimeoutMs: config.pingTimeoutSeconds * 1000 },
   });
-  const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
-  await app.register(quickLoginRoutes, { quickLogin, signer, allowedOrigins: config.allowedOrigins, devIdentity });
-  const guard = bearerGuard(tokens, store.accounts);
+  await app.register(quickLoginRoutes, {
+    quickLogin,
+    signer,
+    allowedOrigins: config.allowedOrigins,
+    devIdentity: services.devIdentity,
+    attachmentFreshMs: config.attachmentUrlSeconds * 1000,
+  });
   await app.register(agentAccountRoutes, { accounts, tokens, apiKeys: store.apiKeys, openRegistration: config.openRegistration, guard });
+  await app.register(agentLegalRoutes, { apply: services.apply, guard });
   await app.register(pagesRoutes);
   await app.register(eventsScriptRoutes);
-
-  app.addHook('onClose', async () => {
-    for (const t of timers) clearInterval(t);
-    hub.close();
-    if (!deps.bus) await bus.close();
-    if (!deps.store) await store.close();
-  });
   return app;
 }

@@ -53,6 +53,12 @@ export const ConfigSchema = Type.Object(
     devApproval: Type.Union([Type.Literal('auto'), Type.Literal('on'), Type.Literal('off')], { default: 'auto' }),
     /** Let anyone create agent accounts; otherwise /Agent/Account/Create needs an operator API key. */
     openRegistration: Type.Boolean({ default: false }),
+    /** Approve identities applied for through the Agent API at once (development only; else an operator approves). */
+    autoApproveIdentities: Type.Boolean({ default: false }),
+    /** Validity of identities applied for through the Agent API. */
+    identityValidDays: Type.Integer({ default: 365, minimum: 1, maximum: 3650 }),
+    /** How long after a signature the requesting page may fetch the result's attachments. */
+    attachmentUrlSeconds: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },

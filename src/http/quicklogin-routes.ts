@@ -16,6 +16,8 @@ export interface QuickLoginRoutesOptions {
   allowedOrigins: readonly string[];
   /** Present when same-device approval with the development identity is enabled. */
   devIdentity: DevIdentity | undefined;
+  /** How long after the signature the requesting page may fetch the result's attachments. */
+  attachmentFreshMs: number;
 }
 
 /** A browser opening the signUrl wants the approval page; signing apps ask for JSON. */
@@ -139,6 +141,23 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
     async (request) => {
       const { code } = request.params as { code: string };
       return o.quickLogin.sign(code, request.body as { legalId: string; signature: string; decision: 'approve' | 'reject' });
+    },
+  );
+
+  // Attachments of a fresh result, for the page (session) that asked only (docs/agent-api.md "Attachments").
+  app.get(
+    '/QuickLogin/Attachment/:code/:id',
+    { schema: { params: Type.Object({ code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), id: Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$' }) }) } },
+    async (request, reply) => {
+      const { code, id } = request.params as { code: string; id: string };
+      const sessionId = sessionIdOf(request);
+      const attachment = await o.quickLogin.resultAttachment(code, id, sessionId === undefined ? null : hashSession(sessionId), o.attachmentFreshMs);
+      return reply
+        .type(attachment.contentType)
+        .header('content-disposition', `attachment; filename="${attachment.fileName.replace(/[^\x20-\x7e]|"/g, '_')}"`)
+        .header('x-content-type-options', 'nosniff')
+        .header('cache-control', 'private, no-store')
+        .send(attachment.content);
     },
   );
 

@@ -11,7 +11,7 @@ import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import { encodeQr, qrSizeFor } from './qr-matrix.js';
 import { pngSide, renderPng } from './qr-png.js';
 import { renderText } from './qr-text.js';
-import { buildResult } from './result.js';
+import { buildResult, parseFilter } from './result.js';
 import type { ServerSigner } from './server-signer.js';
 
 export const QR_MODES = ['image', 'base64', 'text'] as const;
@@ -69,6 +69,8 @@ export interface QuickLoginOptions {
   modulePixels: number;
   /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
   allowCookielessQrRequests: boolean;
+  /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */
+  issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
 }
 
 /** QuickLogin domain: issue codes, render them, take signatures, deliver results (ARCHITECTURE.md §2). */
@@ -201,7 +203,11 @@ export class QuickLogin {
           propertyFilter: record.propertyFilter,
           attachmentFilter: record.attachmentFilter,
           clientSignature: signature.signature,
-          attachmentBaseUrl: this.o.publicBaseUrl,
+          attachmentUrlPrefix: `${this.o.publicBaseUrl}/QuickLogin/Attachment/${code}`,
+          agentToken:
+            record.agentApiTimeout !== null && identity.accountId !== null
+              ? await this.o.issueAgentToken(identity.accountId, record.agentApiTimeout)
+              : undefined,
           signServer: (unsigned) => this.o.signer.signJson(unsigned),
         });
         await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureReceived, data });
@@ -216,6 +222,25 @@ export class QuickLogin {
   /** Removes codes that expired more than `graceMs` ago (expired codes still answer 410 until then). */
   async sweep(graceMs: number): Promise<number> {
     return this.o.store.codes.deleteExpired(this.o.clock.now() - graceMs);
+  }
+
+  /**
+   * An attachment of an approved result, for the page that asked: the request must carry the
+   * session the code was issued to, within `freshMs` of the signature, and the attachment must be
+   * one the result included (docs/agent-api.md "Attachments").
+   */
+  async resultAttachment(code: string, attachmentId: string, sessionHash: string | null, freshMs: number) {
+    const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
+    const fresh = record?.state === 'approved' && record.signedAt !== null && this.o.clock.now() - record.signedAt < freshMs;
+    if (!record || !fresh || record.sessionHash === null || record.sessionHash !== sessionHash) {
+      throw new TabwireError('not_found', 'No such attachment for this session, or the result is no longer fresh');
+    }
+    const attachment = await this.o.store.attachments.get(attachmentId);
+    const allowed = parseFilter(record.attachmentFilter);
+    if (!attachment || attachment.identityId !== record.legalId || (allowed && !allowed.has(attachment.fileName))) {
+      throw new TabwireError('not_found', 'No such attachment for this session, or the result is no longer fresh');
+    }
+    return attachment;
   }
 
   private async usableCode(code: string): Promise<LoginCode> {

@@ -19,8 +19,10 @@ export interface ResultInput {
   propertyFilter: string | null;
   attachmentFilter: string | null;
   clientSignature: string;
-  /** Base URL for attachment links. */
-  attachmentBaseUrl: string;
+  /** Prefix of attachment links; the attachment id is appended (see docs/agent-api.md "Attachments"). */
+  attachmentUrlPrefix: string;
+  /** Session-proxy mode: a token for the signer's own agent account. */
+  agentToken?: { jwt: string; expires: number } | undefined;
   signServer: (unsigned: Omit<QuickLoginResult, 'ServerSignature'>) => string;
 }
 
@@ -49,7 +51,7 @@ export function buildResult(input: ResultInput): QuickLoginResult {
         FileName: a.fileName,
         Signature: a.signature,
         Timestamp: seconds(a.timestamp),
-        Url: `${input.attachmentBaseUrl}/Attachments/${encodeURIComponent(a.id)}`,
+        Url: `${input.attachmentUrlPrefix}/${encodeURIComponent(a.id)}`,
       })),
     ClientKeyName: identity.clientKeyName,
     HasClientPublicKey: true,
@@ -57,6 +59,7 @@ export function buildResult(input: ResultInput): QuickLoginResult {
     HasClientSignature: true,
     ClientSignature: input.clientSignature,
     Purpose: input.purpose,
+    ...(input.agentToken ? { AgentApiToken: input.agentToken.jwt, AgentApiExpires: input.agentToken.expires } : {}),
   };
   return { ...unsigned, ServerSignature: input.signServer(unsigned) };
 }

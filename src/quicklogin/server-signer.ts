@@ -11,6 +11,8 @@ export interface ServerSigner {
   kid: string;
   /** Signs the RFC 8785 canonical JSON of `value`; returns base64. */
   signJson(value: unknown): string;
+  /** Signs raw bytes; returns base64. */
+  signBytes(bytes: Buffer): string;
   publicJwk(): { kty: 'OKP'; crv: 'Ed25519'; x: string; kid: string; alg: 'EdDSA'; use: 'sig' };
 }
 
@@ -31,6 +33,7 @@ export async function loadServerSigner(keys: ServerKeyStore, clock: Clock): Prom
   return {
     kid,
     signJson: (value) => signEd25519(privateKey, Buffer.from(canonicalize(value) ?? '', 'utf8')),
+    signBytes: (bytes) => signEd25519(privateKey, bytes),
     publicJwk: () => ({ kty: 'OKP', crv: 'Ed25519', x, kid, alg: 'EdDSA', use: 'sig' }),
   };
 }

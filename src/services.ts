@@ -1,0 +1,125 @@
+import type { Logger } from 'pino';
+import { Accounts } from './agent/accounts.js';
+import { FailureThrottle } from './agent/throttle.js';
+import { TokenService } from './agent/tokens.js';
+import type { Bus } from './bus/bus.js';
+import { MemoryBus } from './bus/memory-bus.js';
+import { systemClock, type Clock } from './clock.js';
+import type { Config } from './config/schema.js';
+import { Hub } from './hub/hub.js';
+import { TabRegistry } from './hub/registry.js';
+import type { ApplyOptions } from './identity/apply.js';
+import { ensureDevIdentity, type DevIdentity } from './identity/dev-identity.js';
+import { QuickLogin } from './quicklogin/quicklogin.js';
+import { loadServerSigner, type ServerSigner } from './quicklogin/server-signer.js';
+import { openSqliteStore } from './store/sqlite.js';
+import type { Store } from './store/stores.js';
+
+/** Collaborators a caller may supply (tests: a moved clock, a shared store); the rest are made here. */
+export interface Deps {
+  store?: Store;
+  bus?: Bus;
+  clock?: Clock;
+}
+
+/** The domain services of one node, reachable from HTTP plugins, tests and the CLI. */
+export interface Services {
+  config: Config;
+  clock: Clock;
+  store: Store;
+  bus: Bus;
+  hub: Hub;
+  registry: TabRegistry;
+  quickLogin: QuickLogin;
+  signer: ServerSigner;
+  tokens: TokenService;
+  accounts: Accounts;
+  apply: ApplyOptions;
+  devIdentity: DevIdentity | undefined;
+  /** Stops what createServices started and closes what it opened (not what the caller supplied). */
+  close(): Promise<void>;
+}
+
+const HUB_SWEEP_MS = 5_000;
+const CODE_SWEEP_MS = 60_000;
+const TOKEN_KEY_RELOAD_MS = 60_000;
+
+/** Builds every domain service from the configuration; no HTTP here (ARCHITECTURE.md §1). */
+export async function createServices(config: Config, deps: Deps, log: Logger): Promise<Services> {
+  const clock = deps.clock ?? systemClock;
+  const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
+  const bus = deps.bus ?? new MemoryBus();
+  const hub = new Hub({
+    bus,
+    clock,
+    log: log.child({ module: 'hub' }),
+    outboxLimit: config.outboxLimit,
+    outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
+    tabIdleMs: config.tabIdleSeconds * 1000,
+    onForget: (tabId) => {
+      store.tabs.remove(tabId).catch((err: unknown) => log.error({ err, tabId }, 'removing a forgotten tab failed'));
+    },
+  });
+  const signer = await loadServerSigner(store.serverKeys, clock);
+  const tokens = await TokenService.load(store.serverKeys, clock, config.publicBaseUrl);
+  const accounts = new Accounts({
+    accounts: store.accounts,
+    tokens,
+    clock,
+    // docs/agent-api.md: the 6th failure within a minute for one account is refused; an address gets more room.
+    accountThrottle: new FailureThrottle(clock, 5, 60_000),
+    addressThrottle: new FailureThrottle(clock, 50, 60_000),
+  });
+  const quickLogin = new QuickLogin({
+    store,
+    hub,
+    clock,
+    signer,
+    log: log.child({ module: 'quicklogin' }),
+    publicBaseUrl: config.publicBaseUrl,
+    codeValidityMs: config.codeValiditySeconds * 1000,
+    modulePixels: config.qrModulePixels,
+    allowCookielessQrRequests: config.allowCookielessQrRequests,
+    issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
+  });
+  const apply: ApplyOptions = {
+    store,
+    clock,
+    provider: config.legalDomain,
+    signBytes: (bytes) => signer.signBytes(bytes),
+    validDays: config.identityValidDays,
+    autoApprove: config.autoApproveIdentities,
+  };
+  const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
+
+  const timers = [
+    setInterval(() => hub.sweep(), HUB_SWEEP_MS),
+    // Picks up keys rotated by the CLI or another node, so the newest key signs everywhere.
+    setInterval(() => tokens.reload().catch((err: unknown) => log.error({ err }, 'token key reload failed')), TOKEN_KEY_RELOAD_MS),
+    setInterval(() => {
+      quickLogin.sweep(config.codeValiditySeconds * 1000).catch((err: unknown) => log.error({ err }, 'code sweep failed'));
+    }, CODE_SWEEP_MS),
+  ];
+  for (const t of timers) t.unref();
+
+  return {
+    config,
+    clock,
+    store,
+    bus,
+    hub,
+    registry: new TabRegistry(store.tabs, hub, clock),
+    quickLogin,
+    signer,
+    tokens,
+    accounts,
+    apply,
+    devIdentity,
+    async close() {
+      for (const t of timers) clearInterval(t);
+      hub.close();
+      if (!deps.bus) await bus.close();
+      if (!deps.store) await store.close();
+    },
+  };
+}
