@@ -78,6 +78,37 @@ describe('the service process and the tabwire CLI', () => {
     tab.close();
   });
 
+  it('operator CLI: apikey create, account create with it, token, keys rotate, account disable', async () => {
+    const cli = async (...args: string[]) => (await run(process.execPath, [CLI, ...args], { env })).stdout;
+    const key = (await cli('apikey', 'create', '--note', 'ci')).split('\t')[1]!.split('\n')[0]!;
+    const created = await fetch(`${baseUrl}/Agent/Account/Create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ userName: 'operator-made', password: 'long enough password' }),
+    });
+    expect(created.status).toBe(201);
+    const infoWith = (jwt: string) => fetch(`${baseUrl}/Agent/Account/Info`, { headers: { authorization: `Bearer ${jwt}` } });
+    const before = (await cli('token', '--user', 'operator-made', '--seconds', '120')).split('\n')[0]!;
+    expect((await infoWith(before)).status).toBe(200);
+    const newKid = (await cli('keys', 'rotate')).split('\t')[0]!;
+    const after = (await cli('token', '--user', 'operator-made', '--seconds', '120')).split('\n')[0]!;
+    expect(JSON.parse(Buffer.from(after.split('.')[0]!, 'base64url').toString()).kid).toBe(newKid);
+    // The running service learns the new key on its first unknown kid; the old token keeps working.
+    expect((await infoWith(after)).status).toBe(200);
+    expect((await infoWith(before)).status).toBe(200);
+    expect(await cli('account', 'list')).toContain('operator-made\tactive');
+    await cli('account', 'disable', 'operator-made');
+    expect(((await (await infoWith(after)).json()) as { code: string }).code).toBe('account_disabled');
+    const keyId = (await cli('apikey', 'list')).split('\t')[0]!;
+    await cli('apikey', 'revoke', keyId);
+    const refused = await fetch(`${baseUrl}/Agent/Account/Create`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ userName: 'too-late', password: 'long enough password' }),
+    });
+    expect(refused.status).toBe(403);
+  });
+
   it('stops cleanly on SIGTERM', async () => {
     const exited = new Promise<number | null>((resolve) => server.once('exit', (code) => resolve(code)));
     server.kill('SIGTERM');
