@@ -3,6 +3,7 @@
  * `qrcode` matrix encoder and (b) a bare Fastify route, all measured in the same run on the same
  * machine. See docs/benchmarks.md for what each figure means.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -49,6 +50,17 @@ const versionOf = (pkg: string): string => {
     return (JSON.parse(readFileSync(new URL(`node_modules/${pkg}/package.json`, root), 'utf8')) as { version: string }).version;
   } catch {
     return '?';
+  }
+};
+
+/** The code measured: commit, and whether src/ differs from it (figures change with the service). */
+const revision = (): string => {
+  try {
+    const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = git('status', '--porcelain', '--', 'src') !== '';
+    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' + uncommitted changes in src/' : ''}`;
+  } catch {
+    return 'unknown (not a git checkout)';
   }
 };
 
@@ -413,6 +425,7 @@ export const qrIssuance: Benchmark = {
       const cpu = cpus();
       const context = [
         `machine: ${cpu.length} cores (${cpu[0]?.model ?? 'unknown CPU'}), ${process.platform}/${process.arch}, Node ${process.version}`,
+        `tabwire: ${revision()}`,
         `libraries: fastify ${versionOf('fastify')}, qrcode ${versionOf('qrcode')}, better-sqlite3 ${versionOf('better-sqlite3')}`,
         `URL encoded: ${urls[0]} (${Buffer.byteLength(urls[0]!)} bytes, byte mode, EC M -> version ${version}, ${matrix.size}x${matrix.size} modules)`,
         `PNG: ${MODULE_PIXELS} px/module, quiet zone ${QUIET_ZONE} -> ${pngSide(matrix.size, MODULE_PIXELS)} px`,

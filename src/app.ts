@@ -65,7 +65,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   });
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
   const guard = bearerGuard(tokens, store.accounts);
-  await app.register(healthRoutes, { hub });
+  await app.register(healthRoutes, { hub, metrics: services.metrics });
   await app.register(eventsRoutes, {
     tabs: store.tabs,
     longPollHoldMs: config.longPollHoldSeconds * 1000,
@@ -76,6 +76,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   await app.register(quickLoginRoutes, {
     quickLogin,
     signer,
+    registrations: services.registrations,
     allowedOrigins: config.allowedOrigins,
     devIdentity: services.devIdentity,
     attachmentFreshMs: config.attachmentUrlSeconds * 1000,

@@ -7,6 +7,7 @@ export const errorCatalogue = {
   malformed_json: { status: 400, title: 'The request body is not valid JSON' },
   request_kind_ambiguous: { status: 400, title: 'The body is neither a QR request nor a backend registration' },
   tab_id_missing: { status: 400, title: 'The X-TabID header is missing or not a valid tab ID' },
+  callback_url_refused: { status: 400, title: 'The callback URL is not allowed' },
   subprotocol_required: { status: 400, title: 'The WebSocket subprotocol "ls" is required' },
   websocket_required: { status: 426, title: 'This endpoint only accepts WebSocket upgrades' },
   token_missing: { status: 401, title: 'An Authorization: Bearer token is required' },
@@ -35,12 +36,13 @@ export const errorCatalogue = {
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   poll_superseded: { status: 409, title: 'A newer connection of this tab took over' },
   account_exists: { status: 409, title: 'The user name is taken' },
+  service_mismatch: { status: 409, title: 'The serviceId belongs to another callback or session' },
   code_already_used: { status: 409, title: 'The login code has already been signed' },
   code_expired: { status: 410, title: 'The login code has expired' },
+  service_expired: { status: 410, title: 'The backend registration has expired' },
   body_too_large: { status: 413, title: 'The request body is too large' },
   rate_limited: { status: 429, title: 'Too many attempts; try again later' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
-  backend_mode_unavailable: { status: 501, title: 'Backend callback registration is not available yet' },
   internal_error: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -2,7 +2,13 @@ import type { Logger } from 'pino';
 import { Accounts } from './agent/accounts.js';
 import { FailureThrottle } from './agent/throttle.js';
 import { TokenService } from './agent/tokens.js';
+import { readFileSync } from 'node:fs';
 import type { Bus } from './bus/bus.js';
+import { systemResolver, type Resolver } from './callbacks/address-policy.js';
+import { backendMode } from './callbacks/backend-mode.js';
+import { CallbackDeliverer } from './callbacks/deliverer.js';
+import { BackendRegistrations } from './callbacks/registrations.js';
+import { createMetrics, type Metrics } from './metrics.js';
 import { MemoryBus } from './bus/memory-bus.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
@@ -20,6 +26,8 @@ export interface Deps {
   store?: Store;
   bus?: Bus;
   clock?: Clock;
+  /** DNS for callback hosts; tests give one that answers without the network. */
+  resolve?: Resolver;
 }
 
 /** The domain services of one node, reachable from HTTP plugins, tests and the CLI. */
@@ -36,6 +44,9 @@ export interface Services {
   accounts: Accounts;
   apply: ApplyOptions;
   devIdentity: DevIdentity | undefined;
+  registrations: BackendRegistrations;
+  deliverer: CallbackDeliverer;
+  metrics: Metrics;
   /** Stops what createServices started and closes what it opened (not what the caller supplied). */
   close(): Promise<void>;
 }
@@ -70,7 +81,35 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     accountThrottle: new FailureThrottle(clock, 5, 60_000),
     addressThrottle: new FailureThrottle(clock, 50, 60_000),
   });
+  const metrics = createMetrics(hub);
+  const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
+  const resolve = deps.resolve ?? systemResolver;
+  const registrations = new BackendRegistrations({ store: store.services, clock, validityMs: config.serviceValiditySeconds * 1000, policy, resolve });
+  const deliverer = new CallbackDeliverer({
+    callbacks: store.callbacks,
+    hub,
+    clock,
+    log: log.child({ module: 'callbacks' }),
+    metrics,
+    privateKey: signer.privateKey,
+    policy,
+    resolve,
+    ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
+    retryBaseMs: config.callbackRetryBaseMs,
+    retryCapMs: config.callbackRetryCapMs,
+    connectTimeoutMs: config.callbackConnectTimeoutMs,
+    totalTimeoutMs: config.callbackTimeoutMs,
+    pollMs: config.callbackPollMs,
+  });
   const quickLogin = new QuickLogin({
+    backend: backendMode({
+      registrations,
+      services: store.services,
+      callbacks: store.callbacks,
+      deliverer,
+      clock,
+      retryWindowMs: config.callbackRetrySeconds * 1000,
+    }),
     store,
     hub,
     clock,
@@ -101,6 +140,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     }, CODE_SWEEP_MS),
   ];
   for (const t of timers) t.unref();
+  // Resumes pending callbacks left by a previous run (durable outbox).
+  deliverer.start();
 
   return {
     config,
@@ -115,8 +156,12 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     accounts,
     apply,
     devIdentity,
+    registrations,
+    deliverer,
+    metrics,
     async close() {
       for (const t of timers) clearInterval(t);
+      await deliverer.stop();
       hub.close();
       if (!deps.bus) await bus.close();
       if (!deps.store) await store.close();

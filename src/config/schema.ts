@@ -59,6 +59,22 @@ export const ConfigSchema = Type.Object(
     identityValidDays: Type.Integer({ default: 365, minimum: 1, maximum: 3650 }),
     /** How long after a signature the requesting page may fetch the result's attachments. */
     attachmentUrlSeconds: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
+    /** Validity of a backend registration (SPEC.md "Limits": 5 minutes; renewal restarts it). */
+    serviceValiditySeconds: Type.Integer({ default: 300, minimum: 10, maximum: 86_400 }),
+    /** Development flag: callbacks over plain http, to loopback addresses only. */
+    callbackAllowHttpLoopback: Type.Boolean({ default: false }),
+    /** Host names or IP literals callbacks may reach although they are not public (internal backends). */
+    callbackAllowedHosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    /** Extra CA certificates (PEM file) trusted for callback TLS, e.g. a private CA. */
+    callbackCaFile: Type.Optional(Type.String({ minLength: 1 })),
+    /** How long after the signature a callback is retried (default: a code's 5 minutes). */
+    callbackRetrySeconds: Type.Integer({ default: 300, minimum: 1, maximum: 86_400 }),
+    callbackRetryBaseMs: Type.Integer({ default: 1000, minimum: 1, maximum: 60_000 }),
+    callbackRetryCapMs: Type.Integer({ default: 60_000, minimum: 1, maximum: 3_600_000 }),
+    callbackConnectTimeoutMs: Type.Integer({ default: 5000, minimum: 100, maximum: 60_000 }),
+    callbackTimeoutMs: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000 }),
+    /** How often the outbox looks for due callbacks (new ones are tried at once). */
+    callbackPollMs: Type.Integer({ default: 1000, minimum: 10, maximum: 60_000 }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
 import { QR_MODES, type QuickLogin } from '../quicklogin/quicklogin.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
+import type { BackendRegistrations } from '../callbacks/registrations.js';
 import { approveWithDevIdentity } from '../quicklogin/dev-approval.js';
 import type { DevIdentity } from '../identity/dev-identity.js';
 import { readPage, sendPage } from './pages-routes.js';
@@ -13,6 +14,7 @@ import { compileValidator } from './validate.js';
 export interface QuickLoginRoutesOptions {
   quickLogin: QuickLogin;
   signer: ServerSigner;
+  registrations: BackendRegistrations;
   allowedOrigins: readonly string[];
   /** Present when same-device approval with the development identity is enabled. */
   devIdentity: DevIdentity | undefined;
@@ -47,6 +49,8 @@ const validateRegistration = compileValidator(
     service: Type.String({ minLength: 1, maxLength: 2048 }),
     sessionId: Type.String({ minLength: 1, maxLength: 256 }),
     serviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    // Additive: a Standard Webhooks symmetric secret the backend chose; callbacks then carry a `v1` signature too.
+    webhookSecret: Type.Optional(Type.String({ pattern: '^whsec_[A-Za-z0-9+/]{32,256}={0,2}$' })),
   }),
 );
 
@@ -79,8 +83,8 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   app.post('/QuickLogin', { schema: { body: Type.Object({}, { additionalProperties: true }) } }, async (request, reply) => {
     const body = request.body as Record<string, unknown>;
     if (kindOf(body) === 'registration') {
-      validateRegistration(body);
-      throw new TabwireError('backend_mode_unavailable', 'Backend callback registration is not available in this version');
+      // Server-to-server: no session and no Origin needed; the callback URL policy guards it.
+      return reply.header('cache-control', 'no-store').send(await o.registrations.register(validateRegistration(body)));
     }
     const qrRequest = validateQrRequest(body);
     const origin = checkOrigin(request, o.allowedOrigins);
@@ -163,4 +167,6 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
 
   // The key that verifies ServerSignature in results (docs/signing.md).
   app.get('/.well-known/tabwire/result-keys', async () => ({ keys: [o.signer.publicJwk()] }));
+  // The key that verifies backend callbacks (Standard Webhooks v1a; docs/backend.md). The same Ed25519 key.
+  app.get('/.well-known/tabwire/webhook-key', async () => ({ key: `whpk_${o.signer.publicKeyBase64}`, jwk: o.signer.publicJwk() }));
 }

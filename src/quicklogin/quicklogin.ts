@@ -2,9 +2,9 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
-import { maySign } from '../identity/identity.js';
+import { maySign, type Identity } from '../identity/identity.js';
 import { verifyEd25519 } from '../identity/keys.js';
-import { EventTypes, type QuickLoginRejection } from '../protocol/events.js';
+import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
 import type { LoginCode, Store } from '../store/stores.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
@@ -58,6 +58,16 @@ export interface Signature {
   decision: Decision;
 }
 
+/** What QuickLogin needs of backend mode (callbacks/backend-mode.ts). */
+export interface BackendMode {
+  /** Checks a QR request's serviceId: 404 unknown, 410 expired. */
+  check(serviceId: string): Promise<void>;
+  /** Stores the callback for an approved code; returns its id. 409 when the code has one already. */
+  enqueue(record: LoginCode, result: QuickLoginResult): Promise<string>;
+  /** Takes back a callback whose code could not be settled. */
+  withdraw(callbackId: string): Promise<void>;
+}
+
 export interface QuickLoginOptions {
   store: Store;
   hub: Hub;
@@ -69,6 +79,8 @@ export interface QuickLoginOptions {
   modulePixels: number;
   /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
   allowCookielessQrRequests: boolean;
+  /** Backend mode: registrations and the callback outbox. */
+  backend: BackendMode;
   /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */
   issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
 }
@@ -87,9 +99,7 @@ export class QuickLogin {
 
   /** Issues a fresh single-use code bound to tab, session, origin, purpose and filters. */
   async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse> {
-    if (request.serviceId !== '') {
-      throw new TabwireError('service_not_registered', `serviceId "${request.serviceId}" is not registered (backend mode is not available yet)`);
-    }
+    if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
     if (request.tab !== '') await this.checkTab(request.tab, caller);
     const now = this.o.clock.now();
     const code = newCode();
@@ -189,34 +199,42 @@ export class QuickLogin {
       throw new TabwireError('signature_invalid', 'The signature does not verify with the identity\'s key over the challenge (docs/signing.md)');
     }
     const state = signature.decision === 'approve' ? 'approved' : 'rejected';
+    const result = state === 'approved' ? await this.resultFor(record, identity, signature.signature) : undefined;
+    // Backend mode: the callback is stored before the code is settled, so an accepted signature is
+    // never lost; if the settle loses a race, the callback is taken back.
+    const callbackId = result && record.serviceId !== '' ? await this.o.backend.enqueue(record, result) : undefined;
     if (!(await this.o.store.codes.settle(code, state, identity.id, now))) {
+      if (callbackId !== undefined) await this.o.backend.withdraw(callbackId);
       // Lost a race with another signature, or expired meanwhile: report which.
       await this.usableCode(code);
       throw new TabwireError('code_already_used');
     }
-    this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state }, 'login code settled');
-    if (record.tabId !== '') {
-      if (state === 'approved') {
-        const data = buildResult({
-          identity,
-          purpose: record.purpose,
-          propertyFilter: record.propertyFilter,
-          attachmentFilter: record.attachmentFilter,
-          clientSignature: signature.signature,
-          attachmentUrlPrefix: `${this.o.publicBaseUrl}/QuickLogin/Attachment/${code}`,
-          agentToken:
-            record.agentApiTimeout !== null && identity.accountId !== null
-              ? await this.o.issueAgentToken(identity.accountId, record.agentApiTimeout)
-              : undefined,
-          signServer: (unsigned) => this.o.signer.signJson(unsigned),
-        });
-        await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureReceived, data });
-      } else {
-        const data: QuickLoginRejection = { Id: identity.id, Purpose: record.purpose };
-        await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureRejected, data });
-      }
+    this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callbackId !== undefined }, 'login code settled');
+    if (record.tabId === '') return { state };
+    if (result && callbackId === undefined) {
+      await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureReceived, data: result });
+    } else if (!result) {
+      const data: QuickLoginRejection = { Id: identity.id, Purpose: record.purpose };
+      await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureRejected, data });
     }
+    // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
     return { state };
+  }
+
+  private async resultFor(record: LoginCode, identity: Identity, clientSignature: string): Promise<QuickLoginResult> {
+    return buildResult({
+      identity,
+      purpose: record.purpose,
+      propertyFilter: record.propertyFilter,
+      attachmentFilter: record.attachmentFilter,
+      clientSignature,
+      attachmentUrlPrefix: `${this.o.publicBaseUrl}/QuickLogin/Attachment/${record.code}`,
+      agentToken:
+        record.agentApiTimeout !== null && identity.accountId !== null
+          ? await this.o.issueAgentToken(identity.accountId, record.agentApiTimeout)
+          : undefined,
+      signServer: (unsigned) => this.o.signer.signJson(unsigned),
+    });
   }
 
   /** Removes codes that expired more than `graceMs` ago (expired codes still answer 410 until then). */

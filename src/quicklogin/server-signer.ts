@@ -9,6 +9,10 @@ const PURPOSE = 'result';
 /** The service's Ed25519 key for `ServerSignature` on results; public half published as a JWK. */
 export interface ServerSigner {
   kid: string;
+  /** Also signs backend callbacks (Standard Webhooks `v1a`). */
+  privateKey: KeyObject;
+  /** Raw public key, base64 (Standard Webhooks publishes it as `whpk_<this>`). */
+  publicKeyBase64: string;
   /** Signs the RFC 8785 canonical JSON of `value`; returns base64. */
   signJson(value: unknown): string;
   /** Signs raw bytes; returns base64. */
@@ -32,6 +36,8 @@ export async function loadServerSigner(keys: ServerKeyStore, clock: Clock): Prom
   const kid = key!.kid;
   return {
     kid,
+    privateKey,
+    publicKeyBase64: rawPublicKey(privateKey),
     signJson: (value) => signEd25519(privateKey, Buffer.from(canonicalize(value) ?? '', 'utf8')),
     signBytes: (bytes) => signEd25519(privateKey, bytes),
     publicJwk: () => ({ kty: 'OKP', crv: 'Ed25519', x, kid, alg: 'EdDSA', use: 'sig' }),

@@ -87,6 +87,37 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('attachments_identity_id').on('attachments').column('identity_id').execute();
     },
   },
+  '0003_backend_callbacks': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('service_registrations')
+        .addColumn('service_id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('callback_url', 'text', (c) => c.notNull())
+        .addColumn('session_id', 'varchar(256)', (c) => c.notNull())
+        .addColumn('webhook_secret', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema
+        .createTable('callbacks')
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('service_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('tab_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('url', 'text', (c) => c.notNull())
+        .addColumn('body', 'text', (c) => c.notNull())
+        .addColumn('webhook_secret', 'text')
+        .addColumn('state', 'varchar(16)', (c) => c.notNull())
+        .addColumn('attempts', 'integer', (c) => c.notNull())
+        .addColumn('next_attempt_at', 'bigint', (c) => c.notNull())
+        .addColumn('deadline', 'bigint', (c) => c.notNull())
+        .addColumn('lease_until', 'bigint')
+        .addColumn('last_error', 'text')
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('delivered_at', 'bigint')
+        .execute();
+      await db.schema.createIndex('callbacks_due').on('callbacks').columns(['state', 'next_attempt_at']).execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

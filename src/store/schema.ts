@@ -77,6 +77,32 @@ export interface ServerKeysTable {
   created_at: number | string;
 }
 
+export interface ServiceRegistrationsTable {
+  service_id: string;
+  callback_url: string;
+  session_id: string;
+  webhook_secret: string | null;
+  created_at: number | string;
+  expires_at: number | string;
+}
+
+export interface CallbacksTable {
+  id: string;
+  service_id: string;
+  tab_id: string;
+  url: string;
+  body: string;
+  webhook_secret: string | null;
+  state: string;
+  attempts: number;
+  next_attempt_at: number | string;
+  deadline: number | string;
+  lease_until: number | string | null;
+  last_error: string | null;
+  created_at: number | string;
+  delivered_at: number | string | null;
+}
+
 export interface Database {
   tabs: TabsTable;
   codes: CodesTable;
@@ -85,4 +111,6 @@ export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   attachments: AttachmentsTable;
+  service_registrations: ServiceRegistrationsTable;
+  callbacks: CallbacksTable;
 }

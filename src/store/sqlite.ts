@@ -7,7 +7,9 @@ import type { Database } from './schema.js';
 import { SqlAccountStore } from './sql/account-store.js';
 import { SqlApiKeyStore } from './sql/api-key-store.js';
 import { SqlAttachmentStore } from './sql/attachment-store.js';
+import { SqlCallbackStore } from './sql/callback-store.js';
 import { SqlCodeStore } from './sql/code-store.js';
+import { SqlServiceRegistrationStore } from './sql/service-registration-store.js';
 import { SqlIdentityStore } from './sql/identity-store.js';
 import { SqlServerKeyStore } from './sql/server-key-store.js';
 import { SqlTabStore } from './sql/tab-store.js';
@@ -40,6 +42,8 @@ export async function openSqliteStore(file: string): Promise<Store> {
     accounts: new SqlAccountStore(db),
     apiKeys: new SqlApiKeyStore(db),
     attachments: new SqlAttachmentStore(db),
+    services: new SqlServiceRegistrationStore(db),
+    callbacks: new SqlCallbackStore(db),
     close: () => db.destroy(),
   };
 }

@@ -123,6 +123,62 @@ export interface AttachmentStore {
   get(id: string): Promise<StoredAttachment | undefined>;
 }
 
+/** A backend's callback registration (SPEC.md "Backend registration"). */
+export interface ServiceRegistration {
+  serviceId: string;
+  callbackUrl: string;
+  sessionId: string;
+  /** Optional Standard Webhooks symmetric secret (`whsec_…`) the backend chose. */
+  webhookSecret: string | null;
+  createdAt: number;
+  expiresAt: number;
+}
+
+export interface ServiceRegistrationStore {
+  insert(registration: ServiceRegistration): Promise<void>;
+  get(serviceId: string): Promise<ServiceRegistration | undefined>;
+  /** Sets a new expiry; returns false when the registration does not exist. */
+  renew(serviceId: string, expiresAt: number): Promise<boolean>;
+}
+
+export type CallbackState = 'pending' | 'delivered' | 'gone' | 'expired';
+
+/** One durable callback delivery (the outbox row). `id` is the stable `webhook-id`. */
+export interface Callback {
+  id: string;
+  serviceId: string;
+  /** Tab to tell `SignatureReceivedBE` on success; empty when none. */
+  tabId: string;
+  url: string;
+  body: string;
+  webhookSecret: string | null;
+  state: CallbackState;
+  attempts: number;
+  nextAttemptAt: number;
+  deadline: number;
+  lastError: string | null;
+  createdAt: number;
+  deliveredAt: number | null;
+}
+
+export interface CallbackStore {
+  /** Inserts unless a callback with that id exists; returns whether it did. */
+  insert(callback: Callback): Promise<boolean>;
+  get(id: string): Promise<Callback | undefined>;
+  remove(id: string): Promise<void>;
+  /**
+   * Claims up to `limit` pending callbacks due at `now` for `leaseMs`: a claimed callback is not
+   * returned again (to this or another node) until its lease ends or it is rescheduled.
+   */
+  claimDue(now: number, leaseMs: number, limit: number): Promise<Callback[]>;
+  /** Pending -> delivered, once; returns whether this call made the move. */
+  markDelivered(id: string, now: number): Promise<boolean>;
+  /** Records a failed attempt and when to try next, releasing the lease. */
+  reschedule(id: string, attempts: number, nextAttemptAt: number, error: string): Promise<void>;
+  /** Ends a callback without delivery (`gone`: the backend said 410; `expired`: past its deadline). */
+  finish(id: string, state: 'gone' | 'expired', attempts: number, error: string): Promise<void>;
+}
+
 /** Everything persistent, behind domain-shaped interfaces; one implementation per backend. */
 export interface Store {
   codes: CodeStore;
@@ -132,5 +188,7 @@ export interface Store {
   accounts: AccountStore;
   apiKeys: ApiKeyStore;
   attachments: AttachmentStore;
+  services: ServiceRegistrationStore;
+  callbacks: CallbackStore;
   close(): Promise<void>;
 }

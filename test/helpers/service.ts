@@ -3,8 +3,9 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from '../../src/app.js';
-import { ManualClock } from '../../src/clock.js';
+import { buildApp, type Deps } from '../../src/app.js';
+import type { Resolver } from '../../src/callbacks/address-policy.js';
+import { ManualClock, systemClock, type Clock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { createIdentity } from '../../src/identity/create.js';
@@ -29,19 +30,46 @@ export interface TestService {
   baseUrl: string;
   publicBaseUrl: string;
   wsUrl: string;
+  /** A ManualClock unless the test asked for the real one. */
   clock: ManualClock;
   store: Store;
   dir: string;
   close(): Promise<void>;
 }
 
+/**
+ * Resolves only the names a test gives it; every other name fails as unknown, so no test ever asks
+ * a real DNS server (and so never learns an address outside this machine).
+ */
+export function testResolver(names: Record<string, string[]> = {}): Resolver {
+  return async (hostname) => {
+    const addresses = names[hostname.toLowerCase()];
+    if (!addresses) throw Object.assign(new Error(`test resolver: ${hostname} unknown`), { code: 'ENOTFOUND' });
+    return addresses;
+  };
+}
+
+export interface StartOptions {
+  /** Use the real clock (for tests that wait on timers, such as callback retries). */
+  realClock?: boolean;
+  resolve?: Resolver;
+  /** Reuse an existing database file (restart tests). */
+  sqliteFile?: string;
+}
+
 /** A real tabwire on a loopback port with its own SQLite file and a clock the test moves. */
-export async function startService(overrides: Partial<ConfigInput> = {}): Promise<TestService> {
+export async function startService(overrides: Partial<ConfigInput> = {}, options: StartOptions = {}): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'tabwire-test-'));
-  const config = loadConfig({}, { port: overrides.port ?? (await freePort()), sqliteFile: join(dir, 'tabwire.sqlite'), logLevel: 'silent', ...overrides });
+  const config = loadConfig({}, {
+    port: overrides.port ?? (await freePort()),
+    sqliteFile: options.sqliteFile ?? join(dir, 'tabwire.sqlite'),
+    logLevel: 'silent',
+    ...overrides,
+  });
   const clock = new ManualClock();
   const store = await openSqliteStore(config.sqliteFile);
-  const app = await buildApp(config, { clock, store });
+  const deps: Deps = { clock: options.realClock ? (systemClock as Clock) : clock, store, resolve: options.resolve ?? testResolver() };
+  const app = await buildApp(config, deps);
   const { port } = config;
   await app.listen({ host: '127.0.0.1', port });
   const scheme = config.tlsCertFile === undefined ? 'http' : 'https';

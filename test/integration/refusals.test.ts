@@ -128,7 +128,7 @@ describe('POST /QuickLogin refuses', () => {
     expectProblem(mixed, 400, 'request_kind_ambiguous');
     expect(mixed.body.detail).toContain('service');
     expectProblem(await post(service, '/QuickLogin', { foo: 1 }), 400, 'request_kind_ambiguous');
-    expectProblem(await post(service, '/QuickLogin', { service: 'https://a.example/cb', sessionId: 's' }), 501, 'backend_mode_unavailable');
+    expectProblem(await post(service, '/QuickLogin', { service: 'https://unknown.test/cb', sessionId: 's' }), 400, 'callback_url_refused');
     expectProblem(await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: 'abc', tab: '' }), 404, 'service_not_registered');
   });
 

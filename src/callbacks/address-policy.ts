@@ -1,0 +1,106 @@
+import { lookup } from 'node:dns/promises';
+import ipaddr from 'ipaddr.js';
+import { TabwireError } from '../errors.js';
+
+/** Where callbacks may go (docs/backend.md "Callback URL policy"). */
+export interface CallbackPolicy {
+  /** Development flag: plain http to a loopback address. */
+  allowHttpLoopback: boolean;
+  /** Host names or IP literals exempt from the address checks (e.g. an internal backend). */
+  allowedHosts: readonly string[];
+}
+
+/** Resolves a host name to all its addresses; injectable so tests never touch DNS. */
+export type Resolver = (hostname: string) => Promise<string[]>;
+
+export const systemResolver: Resolver = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+
+const refuse = (reason: string): TabwireError => new TabwireError('callback_url_refused', reason);
+
+/** The range an address falls in (ipaddr.js names), IPv4-mapped IPv6 judged as its IPv4. */
+function rangeOf(address: string): string {
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
+  return parsed.range();
+}
+
+/**
+ * Only public unicast addresses: loopback, private (RFC 1918), link-local (with the 169.254.169.254
+ * metadata address), unique-local, CGNAT (100.64/10), unspecified, multicast, reserved ... are refused.
+ */
+export function publicAddress(address: string): boolean {
+  return rangeOf(address) === 'unicast';
+}
+
+const bareHost = (url: URL): string => url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+const isAllowlisted = (host: string, policy: CallbackPolicy): boolean => policy.allowedHosts.some((h) => h.toLowerCase() === host);
+const isLoopbackHost = (host: string): boolean => host === 'localhost' || (ipaddr.isValid(host) && rangeOf(host) === 'loopback');
+
+/**
+ * Checks what can be checked without the network: a URL, https (http only to loopback with the
+ * development flag), no credentials, and an IP-literal host in an allowed range. The WHATWG URL
+ * parser has already turned decimal and octal forms (`https://2130706433`) into dotted IPv4.
+ */
+export function checkCallbackUrl(raw: string, policy: CallbackPolicy): URL {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw refuse('service is not an absolute URL');
+  }
+  if (url.username !== '' || url.password !== '') throw refuse('service must not carry credentials');
+  const host = bareHost(url);
+  if (url.protocol === 'http:') {
+    if (!(policy.allowHttpLoopback && isLoopbackHost(host))) throw refuse('service must be https (plain http only to loopback, with the development flag)');
+    return url;
+  }
+  if (url.protocol !== 'https:') throw refuse(`service must be https, not ${url.protocol}`);
+  if (isAllowlisted(host, policy)) return url;
+  if (ipaddr.isValid(host) && !publicAddress(host)) throw refuse(`service address ${host} is in the ${rangeOf(host)} range`);
+  return url;
+}
+
+/** The addresses a host name resolves to must all be public (unless allowlisted). */
+export async function checkResolvedHost(url: URL, policy: CallbackPolicy, resolve: Resolver): Promise<void> {
+  const host = bareHost(url);
+  if (ipaddr.isValid(host) || isAllowlisted(host, policy) || (url.protocol === 'http:' && isLoopbackHost(host))) return;
+  let addresses: string[];
+  try {
+    addresses = await resolve(host);
+  } catch {
+    throw refuse(`service host ${host} does not resolve`);
+  }
+  const bad = addresses.find((a) => !publicAddress(a));
+  if (addresses.length === 0) throw refuse(`service host ${host} does not resolve`);
+  if (bad !== undefined) throw refuse(`service host ${host} resolves to ${bad}, in the ${rangeOf(bad)} range`);
+}
+
+/**
+ * A `net` lookup for the delivery agent: resolves, then refuses the connection unless every
+ * address is allowed. The check happens on the address actually connected to, so a name that
+ * changes its answer between registration and delivery (DNS rebinding) gains nothing.
+ */
+export function filteringLookup(policy: CallbackPolicy, resolve: Resolver) {
+  return (
+    hostname: string,
+    options: { all?: boolean },
+    callback: (err: NodeJS.ErrnoException | null, address: string | { address: string; family: number }[], family?: number) => void,
+  ): void => {
+    const host = hostname.toLowerCase();
+    resolve(host).then(
+      (addresses) => {
+        const exempt = isAllowlisted(host, policy) || (policy.allowHttpLoopback && host === 'localhost');
+        const bad = exempt ? undefined : addresses.find((a) => !publicAddress(a));
+        if (addresses.length === 0 || bad !== undefined) {
+          const err: NodeJS.ErrnoException = new Error(`callback address refused: ${host} -> ${bad ?? 'nothing'}`);
+          err.code = 'ECALLBACKADDRESS';
+          return callback(err, '');
+        }
+        const entries = addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
+        if (options.all) callback(null, entries);
+        else callback(null, entries[0]!.address, entries[0]!.family);
+      },
+      (err: NodeJS.ErrnoException) => callback(err, ''),
+    );
+  };
+}

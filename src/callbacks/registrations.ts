@@ -1,0 +1,60 @@
+import { randomBytes } from 'node:crypto';
+import type { Clock } from '../clock.js';
+import { TabwireError } from '../errors.js';
+import type { ServiceRegistration, ServiceRegistrationStore } from '../store/stores.js';
+import { checkCallbackUrl, checkResolvedHost, type CallbackPolicy, type Resolver } from './address-policy.js';
+
+export interface RegistrationRequest {
+  service: string;
+  sessionId: string;
+  serviceId?: string;
+  webhookSecret?: string;
+}
+
+/**
+ * Backend callback registrations (SPEC.md "Backend registration"): register, renew (restarts
+ * the validity), and the check a QR request naming a serviceId goes through.
+ */
+export class BackendRegistrations {
+  constructor(
+    private readonly o: {
+      store: ServiceRegistrationStore;
+      clock: Clock;
+      validityMs: number;
+      policy: CallbackPolicy;
+      resolve: Resolver;
+    },
+  ) {}
+
+  async register(request: RegistrationRequest): Promise<{ serviceId: string }> {
+    const url = checkCallbackUrl(request.service, this.o.policy);
+    await checkResolvedHost(url, this.o.policy, this.o.resolve);
+    const now = this.o.clock.now();
+    if (request.serviceId !== undefined) {
+      const existing = await this.current(request.serviceId);
+      if (existing.callbackUrl !== url.href || existing.sessionId !== request.sessionId) {
+        throw new TabwireError('service_mismatch', 'Renew with the same service URL and sessionId the registration was made with');
+      }
+      await this.o.store.renew(existing.serviceId, now + this.o.validityMs);
+      return { serviceId: existing.serviceId };
+    }
+    const serviceId = randomBytes(16).toString('base64url');
+    await this.o.store.insert({
+      serviceId,
+      callbackUrl: url.href,
+      sessionId: request.sessionId,
+      webhookSecret: request.webhookSecret ?? null,
+      createdAt: now,
+      expiresAt: now + this.o.validityMs,
+    });
+    return { serviceId };
+  }
+
+  /** The registration a QR request names: 404 when unknown, 410 when expired. */
+  async current(serviceId: string): Promise<ServiceRegistration> {
+    const registration = await this.o.store.get(serviceId);
+    if (!registration) throw new TabwireError('service_not_registered', `serviceId "${serviceId}" is not registered`);
+    if (registration.expiresAt <= this.o.clock.now()) throw new TabwireError('service_expired', `serviceId "${serviceId}" has expired; register again`);
+    return registration;
+  }
+}
