@@ -16,23 +16,28 @@ import { pngSide, renderPng } from '../src/quicklogin/qr-png.js';
 import { renderText } from '../src/quicklogin/qr-text.js';
 import type { QrMode } from '../src/quicklogin/quicklogin.js';
 import { freePort, startChild, type ChildServer } from './lib/child.js';
-import { fetchOnce, runLoad } from './lib/load.js';
-import { formatMicros, formatRate, formatRatio, table } from './lib/stats.js';
+import { fetchOnce, runLoad, type LoadOptions } from './lib/load.js';
 import { QuietPolicy } from './lib/quiet.js';
+import { formatMicros, formatRate, formatRatio, table } from './lib/stats.js';
 import { backgroundLoad } from './lib/sysload.js';
-import { measureAsync, measureSync } from './lib/timing.js';
+import { measureInterleaved, measureSync, type OperationSpec } from './lib/timing.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
 
-/** Settings; the whole benchmark takes about 45 s on 2 cores (plus retries on a busy machine). */
+/** Settings; the whole benchmark takes about 50 s on 2 cores (plus retries on a busy machine). */
 const HTTP = { connections: 32, warmupMs: 500, durationMs: 3_000 };
-const IN_PROCESS = { warmupMs: 300, durationMs: 1_500 };
+/** In-process rows: 5 slices of 250 ms each, taken in turn, after a 200 ms warm-up. */
+const IN_PROCESS = { rounds: 5, sliceMs: 250, warmupMs: 200 };
+/** The encodeQr reference, re-measured next to every HTTP measurement. */
+const REFERENCE = { warmupMs: 200, durationMs: 1_000 };
+/** Load on a fresh tabwire before anything is counted, so V8 has optimised its hot paths. */
+const SERVER_WARMUP_MS = 2_400;
 /** Rows where other processes took more than this (% of a core) are flagged as unreliable. */
 const OTHER_CPU_LIMIT = 10;
 /** Longest wait for a quiet machine before the first measurement. */
 const QUIET_WAIT_MS = 10_000;
 /** Re-measurements allowed per run when other processes disturb a window (bounds the run time). */
 const MAX_RETRIES = 4;
-/** Largest accepted difference between the two encodeQr runs (start and end of the benchmark). */
+/** Largest accepted difference between the two references around one HTTP measurement. */
 const DRIFT_LIMIT = 0.1;
 /** The issue's budget: text and base64 issuance at least this share of the raw matrix rate. */
 const BUDGET_SHARE = 0.5;
@@ -43,6 +48,7 @@ const QUIET_ZONE = 4;
 const URL_POOL = 1024;
 /** Image-mode codes issued before the PNG measurement; GET cycles through them. */
 const PNG_CODES = 256;
+const MODES = ['text', 'base64', 'image'] as const;
 
 const root = new URL('../', import.meta.url);
 const versionOf = (pkg: string): string => {
@@ -72,7 +78,55 @@ function expect(condition: boolean, message: string): asserts condition {
   if (!condition) throw new Error(`sanity check failed: ${message}`);
 }
 
-async function inProcess(urls: string[], quiet: QuietPolicy): Promise<Measurement[]> {
+/** An HTTP measurement with the encodeQr reference measured just before and just after it. */
+interface Bracketed {
+  http: Measurement;
+  before: Measurement;
+  after: Measurement;
+}
+
+/** What one run collects. */
+interface Figures {
+  inProcess: Measurement[];
+  http: Bracketed[];
+}
+
+/**
+ * The machine's speed drifts (a virtual machine shares its host), so a rate is only compared with
+ * encodeQr rates taken next to it, on the same core, while the server sits idle.
+ */
+class Reference {
+  private n = 0;
+
+  constructor(
+    private readonly urls: string[],
+    private readonly quiet: QuietPolicy,
+  ) {}
+
+  measure(): Promise<Measurement> {
+    const tag = this.n++;
+    return this.quiet.measure(() =>
+      measureSync(`ref.${tag}`, `encodeQr(url) reference #${tag}`, 'matrix', (i) => encodeQr(this.urls[i % this.urls.length]!), REFERENCE),
+    );
+  }
+
+  async around(run: () => Promise<Measurement>): Promise<Bracketed> {
+    const before = await this.measure();
+    const http = await run();
+    const after = await this.measure();
+    return { http, before, after };
+  }
+}
+
+const mean = (b: Bracketed): number => (b.before.rate + b.after.rate) / 2;
+const drift = (b: Bracketed): number => Math.abs(b.before.rate - b.after.rate) / Math.max(b.before.rate, b.after.rate);
+
+/**
+ * Everything measured inside this process, interleaved (see measureInterleaved) so the ratios
+ * between rows survive the machine's drift: the encoders, the renderers, qrcode's PNG path, and
+ * QuickLogin.requestQr called directly on a buildApp instance (code, store insert, rendering; no HTTP).
+ */
+async function inProcess(urls: string[], dir: string, port: number): Promise<Measurement[]> {
   const at = (i: number): string => urls[i % urls.length]!;
   const bytes = (i: number) => [{ data: Buffer.from(at(i), 'utf8'), mode: 'byte' as const }];
   const matched = { errorCorrectionLevel: 'M' as const, scale: MODULE_PIXELS, margin: QUIET_ZONE };
@@ -85,64 +139,59 @@ async function inProcess(urls: string[], quiet: QuietPolicy): Promise<Measuremen
   const side = pngSide(encodeQr(sample).size, MODULE_PIXELS);
   const px = (png: Buffer): number => png.readUInt32BE(16); // IHDR width
 
-  // Only the figures the budget and the ratios rest on are re-measured when disturbed.
-  const decisive = (key: string): boolean => key.startsWith('raw.');
-  const sync = (key: string, label: string, unit: string, op: (i: number) => unknown) =>
-    quiet.measure(() => measureSync(key, label, unit, op, IN_PROCESS), decisive(key));
-  const async = (key: string, label: string, unit: string, op: (i: number) => Promise<unknown>) =>
-    quiet.measure(() => measureAsync(key, label, unit, op, IN_PROCESS), decisive(key));
-
-  return [
-    await sync('raw.encodeQr', 'encodeQr(url)  [tabwire wrapper, byte mode, EC M]', 'matrix', (i) => encodeQr(at(i))),
-    await sync('raw.create', `QRCode.create(url)  [defaults: auto segments ${segments}, v${auto.version}]`, 'matrix', (i) =>
-      QRCode.create(at(i)),
-    ),
-    await sync('render.text', 'encodeQr + renderText  [= text mode work]', 'qr', (i) => renderText(encodeQr(at(i)))),
-    await sync('render.png', `encodeQr + renderPng  [1-bit PNG ${side}px, ${ownPng.length} B]`, 'png', (i) =>
-      renderPng(encodeQr(at(i)), MODULE_PIXELS),
-    ),
-    await sync('render.base64', 'encodeQr + renderPng + base64  [= base64 mode work]', 'png', (i) =>
-      renderPng(encodeQr(at(i)), MODULE_PIXELS).toString('base64'),
-    ),
-    await async(
-      'qrcode.toBuffer',
-      `QRCode.toBuffer(url)  [pngjs RGBA, defaults: ${px(defaultPng)}px, ${defaultPng.length} B]`,
-      'png',
-      (i) => QRCode.toBuffer(at(i)),
-    ),
-    await async(
-      'qrcode.toBuffer.matched',
-      `QRCode.toBuffer(url, byte, M, scale ${MODULE_PIXELS})  [pngjs RGBA ${px(matchedPng)}px, ${matchedPng.length} B]`,
-      'png',
-      (i) => QRCode.toBuffer(bytes(i), matched),
-    ),
-  ];
-}
-
-/** QuickLogin.requestQr called directly (store insert + rendering, no HTTP), to split a request's cost. */
-async function inProcessDomain(dir: string, port: number, quiet: QuietPolicy): Promise<Measurement[]> {
   const config = loadConfig({}, { port, sqliteFile: join(dir, 'in-process.sqlite'), logLevel: 'silent' });
   const app = await buildApp(config);
   try {
     await app.ready();
     const { quickLogin } = app.tabwire;
     const caller = { sessionHash: null, origin: null };
-    const rows: Measurement[] = [];
-    for (const mode of ['text', 'base64', 'image'] as const) {
-      rows.push(
-        await quiet.measure(() =>
-          measureAsync(
-            `domain.${mode}`,
-            `quickLogin.requestQr(${mode})  [code + SQLite insert + render, no HTTP]`,
-            'code',
-            () => quickLogin.requestQr({ mode, purpose: 'bench', serviceId: '', tab: '' }, caller),
-            IN_PROCESS,
-          ),
-          false,
-        ),
-      );
-    }
-    return rows;
+    const requestQr = (mode: QrMode): OperationSpec => ({
+      key: `domain.${mode}`,
+      label: `quickLogin.requestQr(${mode})  [code + SQLite insert + render, no HTTP]`,
+      unit: 'code',
+      op: () => quickLogin.requestQr({ mode, purpose: 'bench', serviceId: '', tab: '' }, caller),
+      async: true,
+    });
+    return await measureInterleaved(
+      [
+        { key: 'raw.encodeQr', label: 'encodeQr(url)  [tabwire wrapper, byte mode, EC M]', unit: 'matrix', op: (i) => encodeQr(at(i)) },
+        {
+          key: 'raw.create',
+          label: `QRCode.create(url)  [defaults: auto segments ${segments}, v${auto.version}]`,
+          unit: 'matrix',
+          op: (i) => QRCode.create(at(i)),
+        },
+        { key: 'render.text', label: 'encodeQr + renderText  [= text mode work]', unit: 'qr', op: (i) => renderText(encodeQr(at(i))) },
+        {
+          key: 'render.png',
+          label: `encodeQr + renderPng  [1-bit PNG ${side}px, ${ownPng.length} B]`,
+          unit: 'png',
+          op: (i) => renderPng(encodeQr(at(i)), MODULE_PIXELS),
+        },
+        {
+          key: 'render.base64',
+          label: 'encodeQr + renderPng + base64  [= base64 mode work]',
+          unit: 'png',
+          op: (i) => renderPng(encodeQr(at(i)), MODULE_PIXELS).toString('base64'),
+        },
+        {
+          key: 'qrcode.toBuffer',
+          label: `QRCode.toBuffer(url)  [pngjs RGBA, defaults: ${px(defaultPng)}px, ${defaultPng.length} B]`,
+          unit: 'png',
+          op: (i) => QRCode.toBuffer(at(i)),
+          async: true,
+        },
+        {
+          key: 'qrcode.toBuffer.matched',
+          label: `QRCode.toBuffer(url, byte, M, scale ${MODULE_PIXELS})  [pngjs RGBA ${px(matchedPng)}px, ${matchedPng.length} B]`,
+          unit: 'png',
+          op: (i) => QRCode.toBuffer(bytes(i), matched),
+          async: true,
+        },
+        ...MODES.map(requestQr),
+      ],
+      { ...IN_PROCESS, otherLimitPercent: OTHER_CPU_LIMIT },
+    );
   } finally {
     await app.close();
   }
@@ -160,33 +209,30 @@ const load = (server: ChildServer, key: string, label: string) =>
     ...HTTP,
   }) as const;
 
-async function bareFastify(port: number, quiet: QuietPolicy): Promise<Measurement> {
+async function bareFastify(port: number, quiet: QuietPolicy, reference: Reference): Promise<Bracketed> {
   let child: ChildServer | undefined;
   try {
     child = await startChild('bare fastify', new URL('./servers/bare.ts', import.meta.url), [String(port)]);
     const server = child;
     const probe = await fetchOnce(server.port, 'POST', '/bare', { mode: 'text', purpose: 'bench', serviceId: '', tab: '' });
     expect(probe.status === 200, `POST /bare answered ${probe.status}`);
-    return await quiet.measure(() =>
-      runLoad({
-        ...load(server, 'http.bare', 'bare Fastify POST /bare (JSON)'),
-        method: 'POST',
-        path: () => '/bare',
-        headers: JSON_HEADERS,
-        body: qrBody('text'),
-      }),
+    return await reference.around(() =>
+      quiet.measure(() =>
+        runLoad({
+          ...load(server, 'http.bare', 'bare Fastify POST /bare (JSON)'),
+          method: 'POST',
+          path: () => '/bare',
+          headers: JSON_HEADERS,
+          body: qrBody('text'),
+        }),
+      ),
     );
   } finally {
     await child?.stop();
   }
 }
 
-interface TabwireRun {
-  rows: Measurement[];
-  signUrl: string;
-}
-
-async function tabwire(port: number, dir: string, quiet: QuietPolicy, benchUrl: string): Promise<TabwireRun> {
+async function tabwire(port: number, dir: string, quiet: QuietPolicy, reference: Reference, benchUrl: string): Promise<Bracketed[]> {
   let child: ChildServer | undefined;
   try {
     child = await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite')]);
@@ -200,8 +246,8 @@ async function tabwire(port: number, dir: string, quiet: QuietPolicy, benchUrl: 
     };
     const text = await post('text');
     expect(typeof text.text === 'string' && typeof text.signUrl === 'string', 'text mode answer lacks text/signUrl');
-    const signUrl = text.signUrl as string;
     // The in-process rows encoded URLs of this length; a different length could mean another QR version.
+    const signUrl = text.signUrl as string;
     expect(Buffer.byteLength(signUrl) === Buffer.byteLength(benchUrl), `signUrl ${signUrl} is not as long as ${benchUrl}`);
     const base64 = await post('base64');
     expect(
@@ -217,167 +263,165 @@ async function tabwire(port: number, dir: string, quiet: QuietPolicy, benchUrl: 
     const png = await fetchOnce(server.port, 'GET', codes[0]!);
     expect(png.status === 200 && png.headers['content-type'] === 'image/png', `GET ${codes[0]} answered ${png.status}`);
 
-    const rows: Measurement[] = [];
-    for (const mode of ['text', 'base64', 'image'] as const) {
-      rows.push(
-        await quiet.measure(() =>
-          runLoad({
-            ...load(server, `http.${mode}`, `tabwire POST /QuickLogin mode=${mode}`),
-            method: 'POST',
-            path: () => '/QuickLogin',
-            headers: JSON_HEADERS,
-            body: qrBody(mode),
-          }),
-          mode !== 'image',
-        ),
-      );
+    const issue = (mode: QrMode): LoadOptions => ({
+      ...load(server, `http.${mode}`, `tabwire POST /QuickLogin mode=${mode}`),
+      method: 'POST',
+      path: () => '/QuickLogin',
+      headers: JSON_HEADERS,
+      body: qrBody(mode),
+    });
+    const image: LoadOptions = {
+      ...load(server, 'http.png', 'tabwire GET /QuickLogin/Qr/{code}.png'),
+      method: 'GET',
+      path: (i) => codes[i % codes.length]!,
+    };
+
+    // A fresh process runs its first seconds unoptimised: warm every path up, uncounted.
+    const warm = { warmupMs: 0, durationMs: SERVER_WARMUP_MS / 4 };
+    for (const options of [issue('text'), issue('base64'), issue('image'), image]) await runLoad({ ...options, ...warm });
+
+    const rows: Bracketed[] = [];
+    for (const mode of MODES) {
+      // text and base64 decide the budget: re-measured when disturbed; image is context.
+      rows.push(await reference.around(() => quiet.measure(() => runLoad(issue(mode)), mode !== 'image')));
     }
-    rows.push(
-      await quiet.measure(() =>
-        runLoad({
-          ...load(server, 'http.png', 'tabwire GET /QuickLogin/Qr/{code}.png'),
-          method: 'GET',
-          path: (i) => codes[i % codes.length]!,
-        }),
-        false,
-      ),
-    );
-    return { rows, signUrl };
+    rows.push(await reference.around(() => quiet.measure(() => runLoad(image), false)));
+    return rows;
   } finally {
     await child?.stop();
   }
 }
 
-function build(
-  measurements: Measurement[],
-  context: string[],
-): Pick<BenchReport, 'sections' | 'budgets'> {
+function build(figures: Figures, context: string[]): Pick<BenchReport, 'sections' | 'budgets'> {
   const get = (key: string): Measurement => {
-    const m = measurements.find((x) => x.key === key);
+    const m = figures.inProcess.find((x) => x.key === key);
     if (!m) throw new Error(`no measurement ${key}`);
     return m;
   };
-  // Reference: the faster of the two encodeQr runs (the slower one was disturbed), so the budget is never eased by noise.
-  const rawBefore = get('raw.encodeQr');
-  const rawAfter = get('raw.encodeQr.after');
-  const raw = rawAfter.rate > rawBefore.rate ? rawAfter : rawBefore;
-  const drift = Math.abs(rawBefore.rate - rawAfter.rate) / raw.rate;
-  context.push(
-    `reference encodeQr rate: ${formatRate(raw.rate)}/s (before the HTTP runs ${formatRate(rawBefore.rate)}, after ${formatRate(rawAfter.rate)}: ${(drift * 100).toFixed(0)}% apart)`,
-  );
-  if (drift > DRIFT_LIMIT) {
-    context.push(`WARNING: the machine's speed drifted by more than ${DRIFT_LIMIT * 100}% during the run; ratios are unreliable, rerun.`);
-  }
+  const bracket = (key: string): Bracketed => {
+    const b = figures.http.find((x) => x.http.key === key);
+    if (!b) throw new Error(`no measurement ${key}`);
+    return b;
+  };
+  const raw = get('raw.encodeQr');
   const create = get('raw.create');
-  const bare = get('http.bare');
+  const bare = bracket('http.bare').http;
   const perOp = (m: Measurement): number => 1e6 / m.rate;
+  const micros = (m: Measurement): number => m.cpuMicrosPerOp ?? perOp(m);
+  const percent = (value: number | undefined): string => (value === undefined ? '' : `${value.toFixed(0)}%`);
   const other = (m: Measurement): string =>
     m.otherCpuPercent === undefined ? '' : `${m.otherCpuPercent.toFixed(0)}%${m.otherCpuPercent > OTHER_CPU_LIMIT ? ' !' : ''}`;
+  const drifted = (b: Bracketed): boolean => drift(b) > DRIFT_LIMIT;
 
-  const inProcessRows = measurements
-    .filter((m) => !m.key.startsWith('http.'))
-    .map((m) => [
-      m.label,
-      formatRate(m.rate),
-      `${m.unit}/s`,
-      formatMicros(perOp(m)),
-      formatRatio(m.rate / raw.rate),
-      m.cpuPercent === undefined ? '' : `${m.cpuPercent.toFixed(0)}%`,
-      other(m),
-    ]);
+  const inProcessRows = figures.inProcess.map((m) => [
+    m.label,
+    formatRate(m.rate),
+    `${m.unit}/s`,
+    formatMicros(perOp(m)),
+    formatRatio(m.rate / raw.rate),
+    percent(m.cpuPercent),
+    other(m),
+  ]);
 
-  const httpRows = measurements
-    .filter((m) => m.key.startsWith('http.'))
-    .map((m) => [
+  const httpRows = figures.http.map((b) => {
+    const m = b.http;
+    return [
       m.label,
       formatRate(m.rate),
       formatRatio(m.rate / bare.rate),
-      formatRatio(m.rate / raw.rate),
-      formatRatio(m.rate / create.rate),
+      `${formatRate(b.before.rate)} / ${formatRate(b.after.rate)}${drifted(b) ? ' ~' : ''}`,
+      formatRatio(m.rate / mean(b)),
       m.latencyMs ? m.latencyMs.p50.toFixed(1) : '',
       m.latencyMs ? m.latencyMs.p99.toFixed(1) : '',
-      m.cpuPercent === undefined ? '' : `${m.cpuPercent.toFixed(0)}%`,
+      percent(m.cpuPercent),
       formatMicros(m.cpuMicrosPerOp),
-      m.clientCpuPercent === undefined ? '' : `${m.clientCpuPercent.toFixed(0)}%`,
+      percent(m.clientCpuPercent),
       other(m),
       String(m.errors ?? 0),
-    ]);
+    ];
+  });
 
-  // Where one request's server CPU goes: measured pieces, each as CPU µs per operation.
-  const micros = (m: Measurement): number => m.cpuMicrosPerOp ?? perOp(m);
-  const breakdownRows: string[][] = [];
-  const workOf: Record<'text' | 'base64' | 'image', Measurement | undefined> = {
-    text: get('render.text'),
-    base64: get('render.base64'),
-    image: undefined,
-  };
-  for (const mode of ['text', 'base64', 'image'] as const) {
-    const http = get(`http.${mode}`);
+  // Where one request's server CPU goes: measured pieces, each as CPU µs per operation. The
+  // encoding cost is the one measured next to the request, the rest comes from the in-process rows.
+  const workOf: Record<QrMode, Measurement | undefined> = { text: get('render.text'), base64: get('render.base64'), image: undefined };
+  const breakdownRows = MODES.map((mode) => {
+    const b = bracket(`http.${mode}`);
     const domain = get(`domain.${mode}`);
     const work = workOf[mode];
-    const encode = work ? micros(raw) : 0;
+    const encode = work ? (micros(b.before) + micros(b.after)) / 2 : 0;
     // Differences of separately measured figures: tiny parts can come out slightly negative.
     const render = work ? Math.max(0, micros(work) - micros(raw)) : 0;
-    const store = micros(domain) - encode - render;
-    const total = http.cpuMicrosPerOp ?? Number.NaN;
-    const httpPart = total - micros(domain);
-    breakdownRows.push([
+    const store = Math.max(0, micros(domain) - (work ? micros(work) : 0));
+    const total = b.http.cpuMicrosPerOp ?? Number.NaN;
+    return [
       `mode=${mode}`,
       formatMicros(total),
       formatMicros(encode),
       formatMicros(render),
       formatMicros(store),
-      formatMicros(httpPart),
+      formatMicros(total - encode - render - store),
       formatMicros(bare.cpuMicrosPerOp),
-    ]);
-  }
+    ];
+  });
 
+  const createShare = create.rate / raw.rate;
   const budgets: BudgetCheck[] = (['text', 'base64'] as const).map((mode) => {
-    const m = get(`http.${mode}`);
-    const share = m.rate / raw.rate;
-    const needed = raw.rate * BUDGET_SHARE;
+    const b = bracket(`http.${mode}`);
+    const reference = mean(b);
+    const share = b.http.rate / reference;
+    const needed = reference * BUDGET_SHARE;
     const met = share >= BUDGET_SHARE;
-    const vsCreate = `; vs QRCode.create(url) defaults: ${formatRatio(m.rate / create.rate)}`;
+    const measured = `${formatRate(b.http.rate)} req/s = ${formatRatio(share)} of ${formatRate(reference)} matrices/s (encodeQr measured around it)`;
+    const gap = met
+      ? `needs ${formatRate(needed)}`
+      : `short by ${formatRate(needed - b.http.rate)} req/s, ${((1 - b.http.rate / needed) * 100).toFixed(0)}% below the ${formatRate(needed)} needed`;
     return {
       name: `mode=${mode} issuance >= ${BUDGET_SHARE * 100}% of the raw encodeQr rate`,
       met,
-      detail: met
-        ? `${formatRate(m.rate)} req/s = ${formatRatio(share)} of ${formatRate(raw.rate)} matrices/s (needs ${formatRate(needed)})${vsCreate}`
-        : `${formatRate(m.rate)} req/s = ${formatRatio(share)} of ${formatRate(raw.rate)} matrices/s; short by ${formatRate(needed - m.rate)} req/s (${((1 - m.rate / needed) * 100).toFixed(0)}% below the ${formatRate(needed)} needed)${vsCreate}`,
+      detail: `${measured}; ${gap}; against QRCode.create(url) defaults it would be ${formatRatio(share / createShare)}`,
     };
   });
-  const errors = measurements.reduce((n, m) => n + (m.errors ?? 0), 0);
+
+  const all = [...figures.inProcess, ...figures.http.flatMap((b) => [b.before, b.http, b.after])];
+  const errors = all.reduce((n, m) => n + (m.errors ?? 0), 0);
   if (errors > 0) context.push(`WARNING: ${errors} failed requests; see the errors column and notes.`);
   // On 2 cores anything else running takes CPU from the server or the generator.
-  const disturbed = measurements.filter((m) => (m.otherCpuPercent ?? 0) > OTHER_CPU_LIMIT);
+  const disturbed = all.filter((m) => (m.otherCpuPercent ?? 0) > OTHER_CPU_LIMIT);
   if (disturbed.length > 0) {
     context.push(
       `WARNING: other processes used > ${OTHER_CPU_LIMIT}% of a core during ${disturbed.length} measurement(s) (marked !); rerun on a quiet machine.`,
     );
   }
-  const notes = measurements.filter((m) => m.note).map((m) => `${m.label}: ${m.note}`);
+  const unsteady = figures.http.filter(drifted);
+  if (unsteady.length > 0) {
+    context.push(
+      `WARNING: the encodeQr rate moved by more than ${DRIFT_LIMIT * 100}% across ${unsteady.length} HTTP measurement(s) (marked ~): the machine's speed changed; rerun.`,
+    );
+  }
+  const notes = all.filter((m) => m.note).map((m) => `${m.label}: ${m.note}`);
 
   return {
     sections: [
       {
-        heading: 'In-process, one thread of this process (no server running); vs encodeQr = vs the reference rate',
+        heading: `In-process, one thread of this process (no server running): median of ${IN_PROCESS.rounds} interleaved ${IN_PROCESS.sliceMs} ms slices`,
         lines: table(['operation', 'rate', 'unit', 'µs/op', 'vs encodeQr', 'CPU', 'other'], inProcessRows),
       },
       {
         heading: `HTTP over loopback: ${HTTP.connections} keep-alive connections, ${HTTP.warmupMs} ms warm-up + ${HTTP.durationMs} ms measured; server in a child process`,
         lines: [
           ...table(
-            ['request', 'req/s', 'vs bare', 'vs encodeQr', 'vs create', 'p50 ms', 'p99 ms', 'srv CPU', 'srv µs/req', 'gen CPU', 'other', 'errors'],
+            ['request', 'req/s', 'vs bare', 'encodeQr/s before / after', 'vs encodeQr', 'p50 ms', 'p99 ms', 'srv CPU', 'srv µs/req', 'gen CPU', 'other', 'errors'],
             httpRows,
           ),
+          'vs encodeQr: req/s over the mean of the encodeQr rates measured in this process just before and just after.',
         ],
       },
       {
-        heading: 'Where the server CPU of one request goes (µs, from the figures above)',
+        heading: 'Where the server CPU of one request goes (µs)',
         lines: [
-          ...table(['request', 'server CPU', 'encode', 'render', 'code+store', 'HTTP+Fastify', '(bare req)'], breakdownRows),
-          'server CPU = child process CPU / requests; encode, render = in-process rows; code+store = requestQr',
-          'minus encode and render; HTTP+Fastify = server CPU minus requestQr; (bare req) = bare route CPU/req.',
+          ...table(['request', 'server CPU', 'encode', 'render', 'code+store', 'HTTP+Fastify+GC', '(bare req)'], breakdownRows),
+          'server CPU = server process CPU / requests; encode = encodeQr measured around the request run; render and',
+          'code+store = differences of the in-process rows; HTTP+Fastify+GC = the rest; (bare req) = the bare route.',
         ],
       },
       ...(notes.length > 0 ? [{ heading: 'Notes', lines: notes }] : []),
@@ -410,17 +454,13 @@ export const qrIssuance: Benchmark = {
       const version = (matrix.size - 17) / 4;
 
       const quiet = new QuietPolicy(OTHER_CPU_LIMIT, MAX_RETRIES);
-      const measurements: Measurement[] = [...(await inProcess(urls, quiet)), ...(await inProcessDomain(dir, tabwirePort, quiet))];
-      measurements.push(await bareFastify(barePort, quiet));
-      const service = await tabwire(tabwirePort, dir, quiet, urls[0]!);
-      measurements.push(...service.rows);
-      // The reference rate again, now that the servers are gone: a virtual machine's speed drifts
-      // with its neighbours, and a ratio of two figures taken at different times inherits that.
-      measurements.push(
-        await quiet.measure(() =>
-          measureSync('raw.encodeQr.after', 'encodeQr(url) again, after the HTTP runs', 'matrix', (i) => encodeQr(urls[i % URL_POOL]!), IN_PROCESS),
-        ),
-      );
+      const reference = new Reference(urls, quiet);
+      const figures: Figures = {
+        inProcess: await inProcess(urls, dir, tabwirePort),
+        http: [],
+      };
+      figures.http.push(await bareFastify(barePort, quiet, reference));
+      figures.http.push(...(await tabwire(tabwirePort, dir, quiet, reference, urls[0]!)));
 
       const cpu = cpus();
       const context = [
@@ -431,7 +471,8 @@ export const qrIssuance: Benchmark = {
         `PNG: ${MODULE_PIXELS} px/module, quiet zone ${QUIET_ZONE} -> ${pngSide(matrix.size, MODULE_PIXELS)} px`,
         `idle check before the run: other processes used ${idle.toFixed(0)}% of a core; 'other' columns: the same during each measurement`,
       ];
-      return { title: qrIssuance.description, context, measurements, ...build(measurements, context) };
+      const measurements = [...figures.inProcess, ...figures.http.flatMap((b) => [b.before, b.http, b.after])];
+      return { title: qrIssuance.description, context, measurements, ...build(figures, context) };
     } finally {
       process.off('exit', removeDir);
       removeDir();

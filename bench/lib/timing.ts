@@ -101,3 +101,69 @@ export async function measureAsync(
   const { count, windowMs, cpu, machine } = await phase(o.durationMs);
   return toMeasurement(key, label, unit, count, windowMs, cpu, machine);
 }
+
+/** One operation for `measureInterleaved`. */
+export interface OperationSpec {
+  key: string;
+  label: string;
+  unit: string;
+  op: (i: number) => unknown;
+  /** `op` returns a promise that must settle before the next call. */
+  async?: boolean;
+}
+
+export interface InterleaveOptions {
+  /** Slices per operation; the reported rate is the median over them. */
+  rounds: number;
+  sliceMs: number;
+  /** Warm-up before each operation's first slice. */
+  warmupMs: number;
+  /** Slices where other processes used more than this (% of a core) are set aside when enough others are left. */
+  otherLimitPercent: number;
+}
+
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+};
+
+/**
+ * Rates of several operations measured in short slices taken in turn (A B C A B C ...), each
+ * reported as the median over its slices. A virtual machine's speed drifts with its neighbours;
+ * interleaving spreads a slow period over all operations instead of spoiling one of them, so the
+ * ratios between operations hold even when the absolute rates move.
+ */
+export async function measureInterleaved(specs: OperationSpec[], o: InterleaveOptions): Promise<Measurement[]> {
+  const slices = specs.map((): Measurement[] => []);
+  for (let round = 0; round < o.rounds; round++) {
+    for (const [n, spec] of specs.entries()) {
+      const timing = { warmupMs: round === 0 ? o.warmupMs : 0, durationMs: o.sliceMs };
+      const slice = spec.async
+        ? await measureAsync(spec.key, spec.label, spec.unit, (i) => spec.op(i) as Promise<unknown>, timing)
+        : measureSync(spec.key, spec.label, spec.unit, spec.op, timing);
+      slices[n]!.push(slice);
+    }
+  }
+  return specs.map((spec, n) => {
+    const all = slices[n]!;
+    const quiet = all.filter((s) => (s.otherCpuPercent ?? 0) <= o.otherLimitPercent);
+    const used = quiet.length >= Math.ceil(o.rounds / 2) ? quiet : all;
+    const count = used.reduce((sum, s) => sum + s.count, 0);
+    const windowMs = used.reduce((sum, s) => sum + s.windowMs, 0);
+    const cpu = used.reduce((sum, s) => sum + (s.cpuMicrosPerOp ?? 0) * s.count, 0);
+    const other = used.reduce((sum, s) => sum + (s.otherCpuPercent ?? 0) * s.windowMs, 0) / windowMs;
+    return {
+      key: spec.key,
+      label: spec.label,
+      unit: spec.unit,
+      count,
+      windowMs,
+      rate: median(used.map((s) => s.rate)),
+      cpuPercent: (cpu / (windowMs * 1000)) * 100,
+      cpuMicrosPerOp: count > 0 ? cpu / count : undefined,
+      otherCpuPercent: other,
+      note: used.length < all.length ? `${all.length - used.length} of ${all.length} slices set aside (other processes busy)` : undefined,
+    };
+  });
+}

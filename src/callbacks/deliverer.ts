@@ -27,7 +27,8 @@ export interface DelivererOptions {
   pollMs: number;
 }
 
-const LEASE_MS = 60_000;
+/** A claim outlives an attempt by this much; after a crash, its callbacks are retried once the lease lapses. */
+const LEASE_MARGIN_MS = 1_000;
 const BATCH = 16;
 /** Response bodies are not read beyond this (a backend's answer is not needed, only its status). */
 const MAX_RESPONSE_BYTES = 4096;
@@ -97,7 +98,7 @@ export class CallbackDeliverer {
 
   private async pass(): Promise<void> {
     for (;;) {
-      const due = await this.o.callbacks.claimDue(this.o.clock.now(), LEASE_MS, BATCH);
+      const due = await this.o.callbacks.claimDue(this.o.clock.now(), this.o.totalTimeoutMs + LEASE_MARGIN_MS, BATCH);
       if (due.length === 0) return;
       await Promise.all(due.map((c) => this.attempt(c)));
     }
