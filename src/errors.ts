@@ -26,9 +26,11 @@ export const errorCatalogue = {
   session_missing: { status: 403, title: 'No session cookie; register the tab first' },
   origin_not_allowed: { status: 403, title: 'The Origin is not allowed' },
   tab_session_mismatch: { status: 403, title: 'The tab belongs to another session' },
+  tab_owned_by_other_account: { status: 403, title: 'The tab carries another account\'s event handlers' },
   identity_not_approved: { status: 403, title: 'The identity is not approved for signing' },
   signature_invalid: { status: 403, title: 'The signature does not verify' },
   not_found: { status: 404, title: 'No such resource' },
+  recipient_unknown: { status: 404, title: 'No such agent account' },
   tab_not_registered: { status: 404, title: 'The tab is not registered' },
   service_not_registered: { status: 404, title: 'The serviceId is not registered' },
   code_not_found: { status: 404, title: 'No such login code' },
@@ -41,9 +43,12 @@ export const errorCatalogue = {
   code_expired: { status: 410, title: 'The login code has expired' },
   service_expired: { status: 410, title: 'The backend registration has expired' },
   body_too_large: { status: 413, title: 'The request body is too large' },
+  xml_invalid: { status: 400, title: 'The XML payload is not valid' },
   rate_limited: { status: 429, title: 'Too many attempts; try again later' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },
+  xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
+  mailbox_full: { status: 507, title: 'The recipient\'s message store is full' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

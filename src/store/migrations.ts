@@ -118,6 +118,22 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('callbacks_due').on('callbacks').columns(['state', 'next_attempt_at']).execute();
     },
   },
+  '0004_offline_messages': {
+    async up(db: Kysely<any>) {
+      await db.schema
+        .createTable('offline_messages')
+        // Time-ordered ids (see sql/message-store.ts): ORDER BY id is arrival order, on every backend.
+        .addColumn('id', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('account_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('from_jid', 'varchar(3071)', (c) => c.notNull())
+        .addColumn('to_jid', 'varchar(3071)', (c) => c.notNull())
+        .addColumn('type', 'varchar(16)', (c) => c.notNull())
+        .addColumn('content', 'text', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('offline_messages_account').on('offline_messages').columns(['account_id', 'id']).execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

@@ -103,6 +103,16 @@ export interface CallbacksTable {
   delivered_at: number | string | null;
 }
 
+export interface OfflineMessagesTable {
+  id: string;
+  account_id: string;
+  from_jid: string;
+  to_jid: string;
+  type: string;
+  content: string;
+  created_at: number | string;
+}
+
 export interface Database {
   tabs: TabsTable;
   codes: CodesTable;
@@ -113,4 +123,5 @@ export interface Database {
   attachments: AttachmentsTable;
   service_registrations: ServiceRegistrationsTable;
   callbacks: CallbacksTable;
+  offline_messages: OfflineMessagesTable;
 }

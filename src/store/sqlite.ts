@@ -9,6 +9,7 @@ import { SqlApiKeyStore } from './sql/api-key-store.js';
 import { SqlAttachmentStore } from './sql/attachment-store.js';
 import { SqlCallbackStore } from './sql/callback-store.js';
 import { SqlCodeStore } from './sql/code-store.js';
+import { SqlMessageStore } from './sql/message-store.js';
 import { SqlServiceRegistrationStore } from './sql/service-registration-store.js';
 import { SqlIdentityStore } from './sql/identity-store.js';
 import { SqlServerKeyStore } from './sql/server-key-store.js';
@@ -44,6 +45,7 @@ export async function openSqliteStore(file: string): Promise<Store> {
     attachments: new SqlAttachmentStore(db),
     services: new SqlServiceRegistrationStore(db),
     callbacks: new SqlCallbackStore(db),
+    messages: new SqlMessageStore(db),
     close: () => db.destroy(),
   };
 }

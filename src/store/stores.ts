@@ -179,6 +179,26 @@ export interface CallbackStore {
   finish(id: string, state: 'gone' | 'expired', attempts: number, error: string): Promise<void>;
 }
 
+/** A message kept for an agent account until it is popped (ARCHITECTURE.md §4). */
+export interface StoredMessage {
+  id: string;
+  accountId: string;
+  from: string;
+  to: string;
+  type: string;
+  /** The whole stanza as XML. */
+  content: string;
+  createdAt: number;
+}
+
+export interface MessageStore {
+  /** Appends unless the account already holds `quota` messages; returns whether it stored it. */
+  append(message: Omit<StoredMessage, 'id'>, quota: number): Promise<boolean>;
+  /** Up to `max` of the account's oldest messages, deleted in the same transaction that reads them. */
+  pop(accountId: string, max: number): Promise<StoredMessage[]>;
+  count(accountId: string): Promise<number>;
+}
+
 /** Everything persistent, behind domain-shaped interfaces; one implementation per backend. */
 export interface Store {
   codes: CodeStore;
@@ -190,5 +210,6 @@ export interface Store {
   attachments: AttachmentStore;
   services: ServiceRegistrationStore;
   callbacks: CallbackStore;
+  messages: MessageStore;
   close(): Promise<void>;
 }

@@ -1,0 +1,71 @@
+import { randomUUID } from 'node:crypto';
+import { TabwireError } from '../errors.js';
+import type { MessageStore } from '../store/stores.js';
+import type { InboundMessage, OutboundChild, OutboundMessage } from './message.js';
+import { splitJid, type MessageRouter } from './router.js';
+
+/** The XMPP server connection as messaging needs it (xmpp/component.ts). */
+export interface XmppLink {
+  readonly online: boolean;
+  send(message: OutboundMessage): Promise<void>;
+}
+
+/** Turns an outgoing message into the stanza a local recipient receives (same XML library as the wire). */
+export type LocalDelivery = (message: OutboundMessage) => InboundMessage;
+
+export interface PoppedMessage {
+  id: string;
+  from: string;
+  to: string;
+  type: string;
+  /** Unix seconds. */
+  timestamp: number;
+  /** The whole stanza as XML. */
+  content: string;
+}
+
+/**
+ * Sending and popping for agent accounts (ARCHITECTURE.md §4): local recipients are routed
+ * in-process through the router, others go out through the XMPP server.
+ */
+export class Messaging {
+  constructor(
+    private readonly o: {
+      componentDomain: string;
+      router: MessageRouter;
+      messages: MessageStore;
+      toLocal: LocalDelivery;
+      link: XmppLink | undefined;
+    },
+  ) {}
+
+  jidOf(userName: string): string {
+    return `${userName}@${this.o.componentDomain}`;
+  }
+
+  async send(userName: string, to: string, children: OutboundChild[], id?: string): Promise<{ sent: true; id: string }> {
+    const recipient = splitJid(to);
+    if (!recipient) throw new TabwireError('validation_failed', `"${to}" is not a JID (local@domain)`);
+    const message: OutboundMessage = { from: this.jidOf(userName), to, type: 'chat', id: id ?? randomUUID(), children };
+    if (recipient.domain === this.o.componentDomain.toLowerCase()) {
+      const outcome = await this.o.router.route(this.o.toLocal(message));
+      if (outcome === 'unknown_recipient') throw new TabwireError('recipient_unknown', `No agent account ${to}`);
+      if (outcome === 'quota_full') throw new TabwireError('mailbox_full', `The message store of ${to} is full`);
+      return { sent: true, id: message.id };
+    }
+    if (!this.o.link?.online) throw new TabwireError('xmpp_unavailable', 'No XMPP server connection; only agent accounts of this service can be reached');
+    await this.o.link.send(message);
+    return { sent: true, id: message.id };
+  }
+
+  async pop(accountId: string, maxCount: number): Promise<PoppedMessage[]> {
+    return (await this.o.messages.pop(accountId, maxCount)).map((m) => ({
+      id: m.id,
+      from: m.from,
+      to: m.to,
+      type: m.type,
+      timestamp: Math.floor(m.createdAt / 1000),
+      content: m.content,
+    }));
+  }
+}

@@ -1,0 +1,75 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Hub } from '../hub/hub.js';
+import type { AccountStore, MessageStore } from '../store/stores.js';
+import type { EventHandlers } from './handlers.js';
+import type { InboundMessage } from './message.js';
+
+export type RouteOutcome = 'delivered' | 'stored' | 'unknown_recipient' | 'quota_full';
+
+/** `data` of the event a handler's tab receives (ARCHITECTURE.md §4). */
+export interface RoutedMessageData {
+  from: string;
+  to: string;
+  id: string | undefined;
+  type: string;
+  element: InboundMessage['element'] | null;
+  xml: string;
+}
+
+/** Splits a JID into local part and domain (resource dropped); lower-cased as nodeprep would. */
+export function splitJid(jid: string): { local: string; domain: string } | undefined {
+  const bare = jid.split('/')[0] ?? '';
+  const at = bare.indexOf('@');
+  if (at <= 0 || at === bare.length - 1) return undefined;
+  return { local: bare.slice(0, at).toLowerCase(), domain: bare.slice(at + 1).toLowerCase() };
+}
+
+/**
+ * Routes a message addressed to an agent account (`user@<component domain>`): to the one live
+ * handler it matches, as an event for that tab, and then it is not stored; otherwise into the
+ * account's durable messages (PopMessages). No XMPP library in here: the transport parses stanzas.
+ */
+export class MessageRouter {
+  constructor(
+    private readonly o: {
+      componentDomain: string;
+      accounts: AccountStore;
+      handlers: EventHandlers;
+      hub: Hub;
+      messages: MessageStore;
+      clock: Clock;
+      log: Logger;
+      /** Messages an account may hold before new ones are refused. */
+      quota: number;
+    },
+  ) {}
+
+  async route(message: InboundMessage): Promise<RouteOutcome> {
+    const to = splitJid(message.to);
+    if (!to || to.domain !== this.o.componentDomain.toLowerCase()) return 'unknown_recipient';
+    const account = await this.o.accounts.byUserName(to.local);
+    if (!account || account.state !== 'active') return 'unknown_recipient';
+
+    const handler = this.o.handlers.match(account.id, message);
+    // Delivered only to a tab this node holds right now; a tab that went away means: store it.
+    if (handler && this.o.hub.isLocal(handler.tabId)) {
+      const data: RoutedMessageData = {
+        from: message.from,
+        to: message.to,
+        id: message.id,
+        type: message.type,
+        element: message.element ?? null,
+        xml: message.xml,
+      };
+      await this.o.hub.deliver(handler.tabId, { type: handler.fn, data });
+      return 'delivered';
+    }
+    const stored = await this.o.messages.append(
+      { accountId: account.id, from: message.from, to: message.to, type: message.type, content: message.xml, createdAt: this.o.clock.now() },
+      this.o.quota,
+    );
+    if (!stored) this.o.log.warn({ account: account.userName }, 'message refused: the account\'s message store is full');
+    return stored ? 'stored' : 'quota_full';
+  }
+}

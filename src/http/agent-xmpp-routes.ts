@@ -1,0 +1,96 @@
+import { Type } from '@sinclair/typebox';
+import type { FastifyInstance } from 'fastify';
+import type { EventHandlers } from '../agent/handlers.js';
+import type { Messaging } from '../agent/messaging.js';
+import { TabwireError } from '../errors.js';
+import type { Hub } from '../hub/hub.js';
+import { TAB_ID_PATTERN } from '../protocol/frames.js';
+import type { TabStore } from '../store/stores.js';
+import { hashSession, sessionIdOf } from './session.js';
+
+export interface AgentXmppRoutesOptions {
+  handlers: EventHandlers;
+  messaging: Messaging;
+  hub: Hub;
+  tabs: TabStore;
+  /** Parses and re-serializes an XML payload (xmpp/xml-payload.ts); never concatenated into a stanza. */
+  parseXml: (text: string) => { ok: true; xml: string } | { ok: false; error: string };
+  guard: (request: any, reply: any) => Promise<void>;
+}
+
+const JID = Type.String({ minLength: 3, maxLength: 3071, pattern: '^[^@/\\s]+@[^@/\\s]+(/.*)?$' });
+const optionalName = Type.Optional(Type.String({ maxLength: 256 }));
+
+/** The Agent API's XMPP group (SPEC.md "RegisterEventHandler", ARCHITECTURE.md §4). */
+export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOptions): Promise<void> {
+  app.post(
+    '/Agent/Xmpp/RegisterEventHandler',
+    {
+      preHandler: o.guard,
+      schema: {
+        body: Type.Object({
+          localName: optionalName,
+          namespace: optionalName,
+          type: Type.Optional(Type.String({ maxLength: 16 })),
+          // The event type the page subscribes to with Events.on; "" removes this selector.
+          function: Type.Optional(Type.String({ maxLength: 64, pattern: '^([A-Za-z][A-Za-z0-9_.]*)?$' })),
+          tabId: Type.String({ pattern: TAB_ID_PATTERN.source }),
+        }),
+      },
+    },
+    async (request) => {
+      const body = request.body as { localName?: string; namespace?: string; type?: string; function?: string; tabId: string };
+      // Only the page that owns the tab may give it handlers: it must send the tab's session cookie too.
+      const sessionId = sessionIdOf(request);
+      const owner = await o.tabs.sessionOf(body.tabId);
+      if (owner === undefined || !o.hub.isLocal(body.tabId)) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
+      if (sessionId === undefined || hashSession(sessionId) !== owner) {
+        throw new TabwireError('tab_session_mismatch', 'Send the tab\'s session cookie with the request (credentials: "include")');
+      }
+      const selector = { localName: body.localName || null, namespace: body.namespace || null, type: body.type || null };
+      const outcome = o.handlers.register(request.agent!.accountId, body.tabId, selector, body.function ?? '');
+      if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');
+      return {};
+    },
+  );
+
+  app.post(
+    '/Agent/Xmpp/PopMessages',
+    { preHandler: o.guard, schema: { body: Type.Object({ maxCount: Type.Integer({ minimum: 1, maximum: 100 }) }) } },
+    async (request) => ({ messages: await o.messaging.pop(request.agent!.accountId, (request.body as { maxCount: number }).maxCount) }),
+  );
+
+  app.post(
+    '/Agent/Xmpp/SendTextMessage',
+    {
+      preHandler: o.guard,
+      schema: {
+        body: Type.Object({
+          to: JID,
+          message: Type.String({ maxLength: 65_536 }),
+          subject: Type.Optional(Type.String({ maxLength: 1024 })),
+          id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+        }),
+      },
+    },
+    async (request) => {
+      const body = request.body as { to: string; message: string; subject?: string; id?: string };
+      const children = [
+        ...(body.subject === undefined ? [] : [{ kind: 'text' as const, name: 'subject' as const, text: body.subject }]),
+        { kind: 'text' as const, name: 'body' as const, text: body.message },
+      ];
+      return o.messaging.send(request.agent!.userName, body.to, children, body.id);
+    },
+  );
+
+  app.post(
+    '/Agent/Xmpp/SendXmlMessage',
+    { preHandler: o.guard, schema: { body: Type.Object({ to: JID, xml: Type.String({ minLength: 1, maxLength: 65_536 }) }) } },
+    async (request) => {
+      const body = request.body as { to: string; xml: string };
+      const parsed = o.parseXml(body.xml);
+      if (!parsed.ok) throw new TabwireError('xml_invalid', parsed.error);
+      return o.messaging.send(request.agent!.userName, body.to, [{ kind: 'xml', xml: parsed.xml }]);
+    },
+  );
+}
