@@ -7,6 +7,8 @@ import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
 import { agentAccountRoutes } from './http/agent-account-routes.js';
 import { agentLegalRoutes } from './http/agent-legal-routes.js';
+import { agentXmppRoutes } from './http/agent-xmpp-routes.js';
+import { parseXmlPayload } from './xmpp/xml-payload.js';
 import { bearerGuard } from './http/bearer.js';
 import { eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
@@ -83,6 +85,14 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   });
   await app.register(agentAccountRoutes, { accounts, tokens, apiKeys: store.apiKeys, openRegistration: config.openRegistration, guard });
   await app.register(agentLegalRoutes, { apply: services.apply, guard });
+  await app.register(agentXmppRoutes, {
+    handlers: services.handlers,
+    messaging: services.messaging,
+    hub,
+    tabs: store.tabs,
+    parseXml: parseXmlPayload,
+    guard,
+  });
   await app.register(pagesRoutes);
   await app.register(eventsScriptRoutes);
   return app;

@@ -1,5 +1,8 @@
 import type { Logger } from 'pino';
 import { Accounts } from './agent/accounts.js';
+import { EventHandlers } from './agent/handlers.js';
+import { Messaging } from './agent/messaging.js';
+import { MessageRouter } from './agent/router.js';
 import { FailureThrottle } from './agent/throttle.js';
 import { TokenService } from './agent/tokens.js';
 import { readFileSync } from 'node:fs';
@@ -19,6 +22,8 @@ import { ensureDevIdentity, type DevIdentity } from './identity/dev-identity.js'
 import { QuickLogin } from './quicklogin/quicklogin.js';
 import { loadServerSigner, type ServerSigner } from './quicklogin/server-signer.js';
 import { openSqliteStore } from './store/sqlite.js';
+import { XmppComponent } from './xmpp/component.js';
+import { toInboundMessage } from './xmpp/stanza.js';
 import type { Store } from './store/stores.js';
 
 /** Collaborators a caller may supply (tests: a moved clock, a shared store); the rest are made here. */
@@ -47,6 +52,11 @@ export interface Services {
   registrations: BackendRegistrations;
   deliverer: CallbackDeliverer;
   metrics: Metrics;
+  handlers: EventHandlers;
+  router: MessageRouter;
+  messaging: Messaging;
+  /** The XMPP server connection, when one is configured. */
+  xmpp: XmppComponent | undefined;
   /** Stops what createServices started and closes what it opened (not what the caller supplied). */
   close(): Promise<void>;
 }
@@ -60,6 +70,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const clock = deps.clock ?? systemClock;
   const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
   const bus = deps.bus ?? new MemoryBus();
+  const handlers = new EventHandlers();
   const hub = new Hub({
     bus,
     clock,
@@ -68,6 +79,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
     tabIdleMs: config.tabIdleSeconds * 1000,
     onForget: (tabId) => {
+      // Handlers live as long as their tab (docs/xmpp.md).
+      handlers.forgetTab(tabId);
       store.tabs.remove(tabId).catch((err: unknown) => log.error({ err, tabId }, 'removing a forgotten tab failed'));
     },
   });
@@ -129,6 +142,32 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     validDays: config.identityValidDays,
     autoApprove: config.autoApproveIdentities,
   };
+  const router = new MessageRouter({
+    componentDomain: config.xmppComponentDomain,
+    accounts: store.accounts,
+    handlers,
+    hub,
+    messages: store.messages,
+    clock,
+    log: log.child({ module: 'agent:router' }),
+    quota: config.messageQuotaPerAccount,
+  });
+  const xmpp =
+    config.xmppService === undefined
+      ? undefined
+      : new XmppComponent({
+          service: config.xmppService,
+          domain: config.xmppComponentDomain,
+          password: config.xmppComponentSecret!,
+          log,
+          onMessage: async (message) => {
+            const outcome = await router.route(message);
+            // RFC 6121 §8.5.2: a message to an account that does not exist is answered service-unavailable.
+            if (outcome === 'unknown_recipient') await xmpp!.bounce(message, 'service-unavailable');
+            if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
+          },
+        });
+  const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
 
   const timers = [
@@ -142,6 +181,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   for (const t of timers) t.unref();
   // Resumes pending callbacks left by a previous run (durable outbox).
   deliverer.start();
+  // Not awaited: the service starts without its XMPP server and keeps reconnecting in the background.
+  void xmpp?.start();
 
   return {
     config,
@@ -159,8 +200,13 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     registrations,
     deliverer,
     metrics,
+    handlers,
+    router,
+    messaging,
+    xmpp,
     async close() {
       for (const t of timers) clearInterval(t);
+      await xmpp?.stop();
       await deliverer.stop();
       hub.close();
       if (!deps.bus) await bus.close();

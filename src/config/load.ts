@@ -84,12 +84,17 @@ function finish(input: ConfigInput): Config {
   if ((input.tlsCertFile === undefined) !== (input.tlsKeyFile === undefined)) {
     throw new ConfigError('invalid configuration:\n  tlsCertFile (TABWIRE_TLS_CERT_FILE) and tlsKeyFile (TABWIRE_TLS_KEY_FILE) must be set together');
   }
+  if (input.xmppService !== undefined && input.xmppComponentSecret === undefined) {
+    throw new ConfigError('invalid configuration:\n  xmppComponentSecret (TABWIRE_XMPP_COMPONENT_SECRET) is needed with xmppService');
+  }
+  const legalDomain = input.legalDomain ?? base.hostname;
   return Object.freeze({
     ...input,
     publicBaseUrl,
     // The service's own pages (demo, approval page) always may use it; other origins only when listed.
     allowedOrigins: Object.freeze([...new Set([base.origin, ...(input.allowedOrigins ?? [])])]),
-    legalDomain: input.legalDomain ?? base.hostname,
+    legalDomain,
+    xmppComponentDomain: input.xmppComponentDomain ?? `agents.${legalDomain}`,
     devApprovalEnabled: input.devApproval === 'on' || (input.devApproval === 'auto' && isLoopback(base.hostname)),
   });
 }

@@ -75,6 +75,14 @@ export const ConfigSchema = Type.Object(
     callbackTimeoutMs: Type.Integer({ default: 10_000, minimum: 100, maximum: 120_000 }),
     /** How often the outbox looks for due callbacks (new ones are tried at once). */
     callbackPollMs: Type.Integer({ default: 1000, minimum: 10, maximum: 60_000 }),
+    /** XEP-0114 component listener of the XMPP server, e.g. `xmpp://127.0.0.1:5347`; unset: local routing only. */
+    xmppService: Type.Optional(Type.String({ pattern: '^xmpp://[^/]+$' })),
+    /** The component's domain; agent accounts are `user@<this>`. Default: `agents.<legalDomain>`. */
+    xmppComponentDomain: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
+    /** The shared secret of the component (Prosody `component_secret`). */
+    xmppComponentSecret: Type.Optional(Type.String({ minLength: 1 })),
+    /** Messages one agent account may hold for PopMessages before new ones are refused. */
+    messageQuotaPerAccount: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },
@@ -87,11 +95,12 @@ export type ConfigInput = Static<typeof ConfigSchema>;
 
 /** Validated, frozen configuration with every derived default filled in. */
 export type Config = Readonly<
-  Omit<ConfigInput, 'publicBaseUrl' | 'allowedOrigins' | 'legalDomain'> & {
+  Omit<ConfigInput, 'publicBaseUrl' | 'allowedOrigins' | 'legalDomain' | 'xmppComponentDomain'> & {
     publicBaseUrl: string;
     allowedOrigins: readonly string[];
     legalDomain: string;
     /** `devApproval` resolved against publicBaseUrl. */
     devApprovalEnabled: boolean;
+    xmppComponentDomain: string;
   }
 >;
