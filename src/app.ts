@@ -67,7 +67,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   });
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
   const guard = bearerGuard(tokens, store.accounts);
-  await app.register(healthRoutes, { hub, metrics: services.metrics });
+  await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp });
   await app.register(eventsRoutes, {
     tabs: store.tabs,
     longPollHoldMs: config.longPollHoldSeconds * 1000,
