@@ -1,4 +1,5 @@
 import type { Identity } from '../identity/identity.js';
+import { identityView } from '../identity/view.js';
 import type { QuickLoginResult } from '../protocol/events.js';
 
 /**
@@ -10,8 +11,6 @@ export function parseFilter(filter: string | null | undefined): Set<string> | un
   const names = filter.split(',').map((n) => n.trim()).filter((n) => n !== '');
   return names.length === 0 ? undefined : new Set(names);
 }
-
-const seconds = (ms: number): number => Math.floor(ms / 1000);
 
 export interface ResultInput {
   identity: Identity;
@@ -31,31 +30,16 @@ export function buildResult(input: ResultInput): QuickLoginResult {
   const { identity } = input;
   const properties = parseFilter(input.propertyFilter);
   const attachments = parseFilter(input.attachmentFilter);
+  const view = identityView(identity);
   const unsigned: Omit<QuickLoginResult, 'ServerSignature'> = {
-    Id: identity.id,
+    ...view,
     Key: identity.clientPubKey,
-    Provider: identity.provider,
-    State: identity.state,
-    Created: seconds(identity.created),
-    Updated: seconds(identity.updated),
-    From: seconds(identity.from),
-    To: seconds(identity.to),
-    Properties: Object.fromEntries(
-      Object.entries(identity.properties).filter(([name]) => !properties || properties.has(name)),
-    ),
-    Attachments: identity.attachments
-      .filter((a) => !attachments || attachments.has(a.fileName))
-      .map((a) => ({
-        Id: a.id,
-        ContentType: a.contentType,
-        FileName: a.fileName,
-        Signature: a.signature,
-        Timestamp: seconds(a.timestamp),
-        Url: `${input.attachmentUrlPrefix}/${encodeURIComponent(a.id)}`,
-      })),
-    ClientKeyName: identity.clientKeyName,
+    Properties: Object.fromEntries(Object.entries(view.Properties).filter(([name]) => !properties || properties.has(name))),
+    Attachments: view.Attachments.filter((a) => !attachments || attachments.has(a.FileName)).map((a) => ({
+      ...a,
+      Url: `${input.attachmentUrlPrefix}/${encodeURIComponent(a.Id)}`,
+    })),
     HasClientPublicKey: true,
-    ClientPubKey: identity.clientPubKey,
     HasClientSignature: true,
     ClientSignature: input.clientSignature,
     Purpose: input.purpose,

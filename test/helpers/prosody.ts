@@ -1,10 +1,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from './service.js';
 
 /** A private Prosody (Debian's `prosody` 0.12) on loopback, run as a foreground child of the test process. */
 export interface ProsodyServer {
@@ -154,17 +155,5 @@ function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
       resolve();
     });
     child.kill(signal);
-  });
-}
-
-/** A free loopback port (closed again before use; good enough for tests on one machine). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
   });
 }
