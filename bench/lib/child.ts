@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { createServer } from 'node:net';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { ChildReply, ParentRequest } from '../servers/protocol.js';
+import type { Measurement } from './types.js';
 
 /** A server running in a child process of this one, on a loopback port. */
 export interface ChildServer {
@@ -11,6 +12,8 @@ export interface ChildServer {
   readonly port: number;
   /** user + system CPU microseconds the child has used so far. */
   cpuMicros(): Promise<number>;
+  /** The child's reference operation (see ChildOptions.reference), measured inside it. */
+  reference(arg: string, timing: { warmupMs: number; durationMs: number }): Promise<Measurement>;
   /** SIGTERM by pid, SIGKILL if it has not exited after a grace period. Idempotent. */
   stop(): Promise<void>;
 }
@@ -89,6 +92,8 @@ export async function startChild(
   });
   live.add(child);
   child.once('exit', () => live.delete(child));
+  // A failed spawn leaves no pid and is reported below; without a listener it would crash the run.
+  child.on('error', () => {});
   const pid = child.pid;
 
   const stop = async (): Promise<void> => {
@@ -136,26 +141,38 @@ export async function startChild(
     });
 
     let nextId = 0;
-    const cpuMicros = (): Promise<number> =>
+    /** Sends `request` (with a fresh id) and resolves with the reply of the same type and id. */
+    const ask = <T extends ChildReply>(make: (id: number) => ParentRequest, timeoutMs: number): Promise<T> =>
       new Promise((resolve, reject) => {
-        const id = nextId++;
+        const request = make(nextId++);
         const timer = setTimeout(() => {
           child.off('message', onMessage);
-          reject(new Error(`${name}: no CPU reading`));
-        }, 5_000);
+          reject(new Error(`${name}: no answer to ${request.type}`));
+        }, timeoutMs);
         const onMessage = (m: ChildReply) => {
-          if (m.type === 'cpu' && m.id === id) {
+          if (m.type === request.type && 'id' in m && m.id === request.id) {
             clearTimeout(timer);
             child.off('message', onMessage);
-            resolve(m.micros);
+            resolve(m as T);
           }
         };
         child.on('message', onMessage);
-        const request: ParentRequest = { type: 'cpu', id };
         child.send(request);
       });
 
-    return { name, pid, port, cpuMicros, stop };
+    const cpuMicros = async (): Promise<number> =>
+      (await ask<Extract<ChildReply, { type: 'cpu' }>>((id) => ({ type: 'cpu', id }), 5_000)).micros;
+
+    const reference = async (arg: string, timing: { warmupMs: number; durationMs: number }): Promise<Measurement> => {
+      const reply = await ask<Extract<ChildReply, { type: 'reference' }>>(
+        (id) => ({ type: 'reference', id, arg, warmupMs: timing.warmupMs, ms: timing.durationMs }),
+        timing.warmupMs + timing.durationMs + 10_000,
+      );
+      if (!reply.measurement) throw new Error(`${name}: ${reply.error ?? 'no reference measurement'}`);
+      return reply.measurement;
+    };
+
+    return { name, pid, port, cpuMicros, reference, stop };
   } catch (err) {
     await stop();
     throw err;

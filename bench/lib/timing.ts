@@ -95,7 +95,9 @@ export async function measureAsync(
       }
     };
     await Promise.all(Array.from({ length: concurrency }, lane));
-    return { count, windowMs: last - start, cpu: cpuMicros() - cpu0, machine: machineBusyMicros() - machine0 };
+    // Up to the last completion, so time spent after the deadline is not counted; the whole phase if none completed.
+    const windowMs = count > 0 ? last - start : performance.now() - start;
+    return { count, windowMs, cpu: cpuMicros() - cpu0, machine: machineBusyMicros() - machine0 };
   };
   await phase(o.warmupMs);
   const { count, windowMs, cpu, machine } = await phase(o.durationMs);

@@ -31,6 +31,8 @@ export interface Measurement {
 export interface BudgetCheck {
   name: string;
   met: boolean;
+  /** Why the verdict cannot be trusted (a disturbed or drifting measurement); undefined when it can. */
+  unreliable?: string;
   detail: string;
 }
 

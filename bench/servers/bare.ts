@@ -4,6 +4,7 @@
  */
 import Fastify from 'fastify';
 import { serveAsChild } from './protocol.js';
+import { encodeReference } from './reference.js';
 
 await serveAsChild(async () => {
   const port = Number(process.argv[2] ?? '0');
@@ -12,4 +13,4 @@ await serveAsChild(async () => {
   await app.listen({ host: '127.0.0.1', port });
   const { port: bound } = app.server.address() as { port: number };
   return { port: bound, close: () => app.close() };
-});
+}, { reference: encodeReference });

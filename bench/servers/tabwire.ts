@@ -5,6 +5,7 @@
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { serveAsChild } from './protocol.js';
+import { encodeReference } from './reference.js';
 
 await serveAsChild(async () => {
   const port = Number(process.argv[2]);
@@ -15,4 +16,4 @@ await serveAsChild(async () => {
   const app = await buildApp(config);
   await app.listen({ host: '127.0.0.1', port });
   return { port, close: () => app.close() };
-});
+}, { reference: encodeReference });

@@ -36,7 +36,7 @@ export function renderPng(matrix: QrMatrix, modulePixels: number): Buffer {
       for (let x = x0; x < x0 + modulePixels; x++) row[1 + (x >> 3)]! &= ~(0x80 >> (x & 7));
     }
     const y0 = (r + QUIET_ZONE) * modulePixels;
-    for (let y = y0; y < y0 + modulePixels; y++) row.copy(raw, y * rowBytes);
+    for (let y = y0; y < y0 + modulePixels; y++) raw.set(row, y * rowBytes);
   }
   for (let y = 0; y < side; y++) raw[y * rowBytes] = 0;
 
@@ -49,7 +49,9 @@ export function renderPng(matrix: QrMatrix, modulePixels: number): Buffer {
   return Buffer.concat([
     SIGNATURE,
     chunk('IHDR', header),
-    chunk('IDAT', deflateSync(raw, { level: 6 })),
+    // Level 1: a QR image is long runs of 0x00/0xff bytes, which the fastest level already packs to
+    // ~0.5 KiB; level 6 saves ~100 bytes for three times the CPU on the QR hot path.
+    chunk('IDAT', deflateSync(raw, { level: 1 })),
     chunk('IEND', Buffer.alloc(0)),
   ]);
 }
