@@ -12,6 +12,32 @@ function chunk(type: string, body: Buffer): Buffer {
   return out;
 }
 
+const masksBySize = new Map<string, Uint16Array[]>();
+
+/**
+ * For each module column, the (byte index, AND mask) pairs that paint its pixels dark in a packed
+ * row: a module spans only one or two bytes, so painting it costs one or two operations instead of
+ * one per pixel. Memoised per symbol size and scale (one signUrl length gives one size).
+ */
+function columnMasks(size: number, modulePixels: number): Uint16Array[] {
+  const key = `${size}:${modulePixels}`;
+  let masks = masksBySize.get(key);
+  if (!masks) {
+    masks = [];
+    for (let c = 0; c < size; c++) {
+      const byMask = new Map<number, number>();
+      const x0 = (c + QUIET_ZONE) * modulePixels;
+      for (let x = x0; x < x0 + modulePixels; x++) {
+        const index = 1 + (x >> 3);
+        byMask.set(index, (byMask.get(index) ?? 0xff) & ~(0x80 >> (x & 7)) & 0xff);
+      }
+      masks.push(Uint16Array.from([...byMask].flat()));
+    }
+    masksBySize.set(key, masks);
+  }
+  return masks;
+}
+
 /** Pixel width (= height) of the PNG for a symbol of `size` modules. */
 export const pngSide = (size: number, modulePixels: number): number => (size + 2 * QUIET_ZONE) * modulePixels;
 
@@ -27,13 +53,14 @@ export function renderPng(matrix: QrMatrix, modulePixels: number): Buffer {
   const rowBytes = 1 + Math.ceil(side / 8); // filter byte + packed pixels
   const raw = Buffer.alloc(rowBytes * side, 0xff); // 1 = white; filter bytes fixed below
   const row = Buffer.alloc(rowBytes);
+  const masks = columnMasks(matrix.size, modulePixels);
   for (let r = 0; r < matrix.size; r++) {
     row.fill(0xff);
     row[0] = 0; // filter type None
     for (let c = 0; c < matrix.size; c++) {
       if (!matrix.dark(r, c)) continue;
-      const x0 = (c + QUIET_ZONE) * modulePixels;
-      for (let x = x0; x < x0 + modulePixels; x++) row[1 + (x >> 3)]! &= ~(0x80 >> (x & 7));
+      const column = masks[c]!;
+      for (let i = 0; i < column.length; i += 2) row[column[i]!]! &= column[i + 1]!;
     }
     const y0 = (r + QUIET_ZONE) * modulePixels;
     for (let y = y0; y < y0 + modulePixels; y++) raw.set(row, y * rowBytes);
