@@ -6,9 +6,14 @@
  */
 import { performance } from 'node:perf_hooks';
 import type { BenchReport, Benchmark } from './lib/types.js';
+import { callbacks } from './callbacks.js';
+import { channelMemory } from './channel-memory.js';
+import { deliverLatency } from './deliver-latency.js';
+import { longpollMemory } from './longpoll-memory.js';
 import { qrIssuance } from './qr-issuance.js';
+import { xmppRouter } from './xmpp-router.js';
 
-const BENCHMARKS: readonly Benchmark[] = [qrIssuance];
+const BENCHMARKS: readonly Benchmark[] = [qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter];
 
 function print(report: BenchReport, seconds: number): void {
   console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);

@@ -47,8 +47,12 @@ export class CallbackDeliverer {
   private running = false;
   private rerun = false;
   private readonly inFlight = new Set<Promise<void>>();
+  /** Attempts started straight from enqueue, not yet finished. */
+  private direct = 0;
+  private readonly leaseMs: number;
 
   constructor(private readonly o: DelivererOptions) {
+    this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
     // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
     this.agent = new Agent({
       connect: { lookup: filteringLookup(o.policy, o.resolve), timeout: o.connectTimeoutMs, ...(o.ca ? { ca: o.ca } : {}) },
@@ -69,10 +73,33 @@ export class CallbackDeliverer {
     await this.agent.close();
   }
 
-  /** Stores a callback and tries it at once. Returns false when one with that id exists already. */
+  /**
+   * Stores a callback and tries it at once. While fewer than a batch of attempts are running, this
+   * node stores it already leased and attempts it itself (no claim round-trip); otherwise the next
+   * pass claims it. Returns false when a callback with that id exists already.
+   */
   async enqueue(callback: Callback): Promise<boolean> {
-    const inserted = await this.o.callbacks.insert(callback);
-    if (inserted) this.kick();
+    if (this.direct >= BATCH) {
+      const inserted = await this.o.callbacks.insert(callback);
+      if (inserted) this.kick();
+      return inserted;
+    }
+    this.direct++;
+    let inserted = false;
+    try {
+      inserted = await this.o.callbacks.insert(callback, this.o.clock.now() + this.leaseMs);
+    } finally {
+      if (!inserted) this.direct--;
+    }
+    if (inserted) {
+      const attempt = this.attempt(callback)
+        .catch((err: unknown) => this.o.log.error({ err, webhookId: callback.id }, 'callback attempt failed'))
+        .finally(() => {
+          this.direct--;
+          this.inFlight.delete(attempt);
+        });
+      this.inFlight.add(attempt);
+    }
     return inserted;
   }
 
@@ -98,7 +125,7 @@ export class CallbackDeliverer {
 
   private async pass(): Promise<void> {
     for (;;) {
-      const due = await this.o.callbacks.claimDue(this.o.clock.now(), this.o.totalTimeoutMs + LEASE_MARGIN_MS, BATCH);
+      const due = await this.o.callbacks.claimDue(this.o.clock.now(), this.leaseMs, BATCH);
       if (due.length === 0) return;
       await Promise.all(due.map((c) => this.attempt(c)));
     }

@@ -162,8 +162,11 @@ export interface Callback {
 }
 
 export interface CallbackStore {
-  /** Inserts unless a callback with that id exists; returns whether it did. */
-  insert(callback: Callback): Promise<boolean>;
+  /**
+   * Inserts unless a callback with that id exists; returns whether it did. With `leaseUntil` the
+   * inserting node holds the claim at once and attempts it itself without a claim round-trip.
+   */
+  insert(callback: Callback, leaseUntil?: number): Promise<boolean>;
   get(id: string): Promise<Callback | undefined>;
   remove(id: string): Promise<void>;
   /**

@@ -1,6 +1,7 @@
-import type { Kysely, Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { CallbacksTable, Database } from '../schema.js';
 import type { Callback, CallbackState, CallbackStore } from '../stores.js';
+import { GroupCommit } from './group-commit.js';
 
 const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   id: row.id,
@@ -18,32 +19,47 @@ const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
 });
 
+const toRow = (c: Callback, leaseUntil: number | null): Insertable<CallbacksTable> => ({
+  id: c.id,
+  service_id: c.serviceId,
+  tab_id: c.tabId,
+  url: c.url,
+  body: c.body,
+  webhook_secret: c.webhookSecret,
+  state: c.state,
+  attempts: c.attempts,
+  next_attempt_at: c.nextAttemptAt,
+  deadline: c.deadline,
+  lease_until: leaseUntil,
+  last_error: c.lastError,
+  created_at: c.createdAt,
+  delivered_at: c.deliveredAt,
+});
+
+const PLACEHOLDER: Callback = {
+  id: '', serviceId: '', tabId: '', url: '', body: '', webhookSecret: '', state: 'pending', attempts: 0,
+  nextAttemptAt: 0, deadline: 0, lastError: '', createdAt: 0, deliveredAt: 0,
+};
+
 /** The durable callback outbox in SQL. Claims are conditional UPDATEs, so several nodes can share it. */
 export class SqlCallbackStore implements CallbackStore {
-  constructor(private readonly db: Kysely<Database>) {}
+  // The two writes every callback makes (stored, delivered) are group-committed (see group-commit.ts).
+  private readonly inserts: GroupCommit;
+  private readonly deliveries: GroupCommit;
 
-  async insert(c: Callback): Promise<boolean> {
-    const result = await this.db
-      .insertInto('callbacks')
-      .values({
-        id: c.id,
-        service_id: c.serviceId,
-        tab_id: c.tabId,
-        url: c.url,
-        body: c.body,
-        webhook_secret: c.webhookSecret,
-        state: c.state,
-        attempts: c.attempts,
-        next_attempt_at: c.nextAttemptAt,
-        deadline: c.deadline,
-        lease_until: null,
-        last_error: c.lastError,
-        created_at: c.createdAt,
-        delivered_at: c.deliveredAt,
-      })
-      .onConflict((oc) => oc.column('id').doNothing())
-      .executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+  constructor(private readonly db: Kysely<Database>) {
+    this.inserts = new GroupCommit(
+      db,
+      db.insertInto('callbacks').values(toRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql,
+    );
+    this.deliveries = new GroupCommit(
+      db,
+      db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile().sql,
+    );
+  }
+
+  async insert(c: Callback, leaseUntil?: number): Promise<boolean> {
+    return (await this.inserts.run(Object.values(toRow(c, leaseUntil ?? null)))) === 1;
   }
 
   async get(id: string): Promise<Callback | undefined> {
@@ -58,7 +74,7 @@ export class SqlCallbackStore implements CallbackStore {
   async claimDue(now: number, leaseMs: number, limit: number): Promise<Callback[]> {
     const candidates = await this.db
       .selectFrom('callbacks')
-      .select('id')
+      .selectAll()
       .where('state', '=', 'pending')
       .where('next_attempt_at', '<=', now)
       .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
@@ -66,7 +82,8 @@ export class SqlCallbackStore implements CallbackStore {
       .limit(limit)
       .execute();
     const claimed: Callback[] = [];
-    for (const { id } of candidates) {
+    for (const row of candidates) {
+      const id = row.id;
       const result = await this.db
         .updateTable('callbacks')
         .set({ lease_until: now + leaseMs })
@@ -75,20 +92,14 @@ export class SqlCallbackStore implements CallbackStore {
         .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) continue; // another node took it
-      const row = await this.get(id);
-      if (row) claimed.push(row);
+      claimed.push(toCallback(row));
     }
     return claimed;
   }
 
   async markDelivered(id: string, now: number): Promise<boolean> {
-    const result = await this.db
-      .updateTable('callbacks')
-      .set({ state: 'delivered', delivered_at: now, lease_until: null })
-      .where('id', '=', id)
-      .where('state', '=', 'pending')
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    // Parameters in the compiled statement's order: set state, delivered_at, lease_until; where id, state.
+    return (await this.deliveries.run(['delivered', now, null, id, 'pending'])) === 1;
   }
 
   async reschedule(id: string, attempts: number, nextAttemptAt: number, error: string): Promise<void> {

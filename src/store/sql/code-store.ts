@@ -1,6 +1,7 @@
-import { CompiledQuery, type Insertable, type Kysely, type Selectable } from 'kysely';
+import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
 import type { CodeState, CodeStore, LoginCode } from '../stores.js';
+import { GroupCommit } from './group-commit.js';
 
 /** Any complete code: only its shape matters for compiling the insert. */
 const PLACEHOLDER: LoginCode = {
@@ -50,42 +51,15 @@ export class SqlCodeStore implements CodeStore {
    * The insert runs on the QR hot path (a new code every 2 s per waiting tab), so Kysely builds and
    * compiles it once; each insert only binds new parameters, in the column order of `toRow`.
    */
-  private readonly insertSql: string;
-  /** Inserts waiting for the next group commit. */
-  private pending: { params: unknown[]; resolve: () => void; reject: (err: unknown) => void }[] = [];
+  /** The insert is on the QR hot path (a new code every 2 s per waiting tab): compiled once, group-committed. */
+  private readonly inserts: GroupCommit;
 
   constructor(private readonly db: Kysely<Database>) {
-    this.insertSql = db.insertInto('codes').values(toRow(PLACEHOLDER)).compile().sql;
+    this.inserts = new GroupCommit(db, db.insertInto('codes').values(toRow(PLACEHOLDER)).compile().sql);
   }
 
-  /**
-   * Group commit: inserts that arrive in the same event-loop turn share one transaction, so under
-   * load a commit (the dominant cost of a small insert) is paid once per batch, not per code. Each
-   * caller still resolves only once its row is committed.
-   */
-  insert(c: LoginCode): Promise<void> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ params: Object.values(toRow(c)), resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => void this.flush());
-    });
-  }
-
-  private async flush(): Promise<void> {
-    const batch = this.pending;
-    this.pending = [];
-    const run = (executor: Pick<Kysely<Database>, 'executeQuery'>, params: unknown[]) => executor.executeQuery(CompiledQuery.raw(this.insertSql, params));
-    if (batch.length > 1) {
-      try {
-        await this.db.transaction().execute(async (trx) => {
-          for (const item of batch) await run(trx, item.params);
-        });
-        for (const item of batch) item.resolve();
-        return;
-      } catch {
-        // One bad row must not fail its neighbours: retry them one by one below.
-      }
-    }
-    for (const item of batch) await run(this.db, item.params).then(item.resolve, item.reject);
+  async insert(c: LoginCode): Promise<void> {
+    await this.inserts.run(Object.values(toRow(c)));
   }
 
   async get(code: string): Promise<LoginCode | undefined> {

@@ -1,0 +1,153 @@
+/**
+ * Load-generator child for the WebSocket benchmarks: opens and holds many `ws` client sockets
+ * (subprotocol `ls`), each registering one tab, and measures event latency on receipt. Driven over
+ * IPC by bench/lib/channel-worker.ts. Loopback only.
+ *
+ * Commands:
+ *   open    {url, prefix, from, to, concurrency}: opens tabs tabIdOf(prefix, i) for i in [from, to), each sends Register
+ *   warmup  {url, prefix, count}: opens, registers, unregisters and closes `count` tabs (first-use costs off the books)
+ *   latency-reset / latency-count / latency-result: per-event latency of `BenchLatency` events (data.t = sender's CLOCK_MONOTONIC ns)
+ *   stats   {open, opened, failed, unexpectedCloses, received}
+ *   close-all
+ */
+import { percentile } from '../lib/stats.js';
+import WebSocket from 'ws';
+import { tabIdOf } from '../lib/channel-ids.js';
+import { serveWorker } from '../lib/channel-worker.js';
+
+const sockets: WebSocket[] = [];
+let failed = 0;
+let firstError: string | undefined;
+let unexpectedCloses = 0;
+let closing = false;
+const received = new Map<string, number>();
+let latencies: number[] = [];
+let outOfOrder = 0;
+
+const assertLoopback = (url: string): void => {
+  if (new URL(url).hostname !== '127.0.0.1') throw new Error('loopback only');
+};
+
+function onMessage(data: WebSocket.RawData): void {
+  const at = process.hrtime.bigint();
+  const frame = JSON.parse(data.toString()) as { type: string; data: unknown; id: number };
+  received.set(frame.type, (received.get(frame.type) ?? 0) + 1);
+  if (frame.type === 'BenchLatency') {
+    const { t } = frame.data as { t: string };
+    const ms = Number(at - BigInt(t)) / 1e6;
+    if (ms < 0) outOfOrder++;
+    latencies.push(ms);
+  }
+}
+
+function openOne(url: string, tabId: string, keep: boolean): Promise<WebSocket | undefined> {
+  return new Promise((resolve) => {
+    const ws = new WebSocket(url, 'ls', { perMessageDeflate: false, handshakeTimeout: 30_000 });
+    ws.once('open', () => {
+      ws.off('error', onError);
+      ws.on('error', () => undefined);
+      ws.send(JSON.stringify({ cmd: 'Register', tabId, location: 'http://127.0.0.1/bench' }));
+      if (keep) {
+        ws.on('message', onMessage);
+        ws.on('close', () => {
+          if (!closing) unexpectedCloses++;
+        });
+      }
+      resolve(ws);
+    });
+    const onError = (err: Error): void => {
+      failed++;
+      firstError ??= err.message;
+      resolve(undefined);
+    };
+    ws.once('error', onError);
+  });
+}
+
+serveWorker(
+  {
+    async open(a: { url: string; prefix: string; from: number; to: number; concurrency: number }) {
+      assertLoopback(a.url);
+      const started = performance.now();
+      let next = a.from;
+      let opened = 0;
+      const lane = async (): Promise<void> => {
+        while (next < a.to) {
+          const i = next++;
+          const ws = await openOne(a.url, tabIdOf(a.prefix, i), true);
+          if (ws) {
+            sockets.push(ws);
+            opened++;
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.max(1, a.concurrency) }, lane));
+      return { opened, failed, firstError, ms: performance.now() - started, total: sockets.length };
+    },
+    async warmup(a: { url: string; prefix: string; count: number }) {
+      assertLoopback(a.url);
+      const opened: WebSocket[] = [];
+      let next = 0;
+      const lane = async (): Promise<void> => {
+        while (next < a.count) {
+          const ws = await openOne(a.url, tabIdOf(a.prefix, next++), false);
+          if (ws) opened.push(ws);
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(100, a.count) }, lane));
+      await new Promise((r) => setTimeout(r, 200));
+      for (const ws of opened) ws.send(JSON.stringify({ cmd: 'Unregister' }));
+      await new Promise((r) => setTimeout(r, 200));
+      await Promise.all(
+        opened.map(
+          (ws) =>
+            new Promise<void>((resolve) => {
+              ws.once('close', () => resolve());
+              ws.close(1000, 'warmup done');
+            }),
+        ),
+      );
+      return { warmed: opened.length };
+    },
+    'latency-reset'() {
+      latencies = [];
+      outOfOrder = 0;
+      return true;
+    },
+    'latency-count'() {
+      return latencies.length;
+    },
+    'latency-result'() {
+      const sum = latencies.reduce((s, v) => s + v, 0);
+      return {
+        count: latencies.length,
+        p50: percentile(latencies, 50),
+        p90: percentile(latencies, 90),
+        p99: percentile(latencies, 99),
+        max: percentile(latencies, 100),
+        mean: latencies.length > 0 ? sum / latencies.length : Number.NaN,
+        negative: outOfOrder,
+      };
+    },
+    stats() {
+      return {
+        open: sockets.filter((ws) => ws.readyState === WebSocket.OPEN).length,
+        opened: sockets.length,
+        failed,
+        firstError,
+        unexpectedCloses,
+        received: Object.fromEntries(received),
+      };
+    },
+    async 'close-all'() {
+      closing = true;
+      for (const ws of sockets) ws.terminate();
+      sockets.length = 0;
+      return true;
+    },
+  },
+  () => {
+    closing = true;
+    for (const ws of sockets) ws.terminate();
+  },
+);

@@ -1,0 +1,47 @@
+import { CompiledQuery, type Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+
+/**
+ * Runs one compiled statement for many callers with group commit: calls that arrive in the same
+ * event-loop turn share one transaction, so under load a commit (the dominant cost of a small
+ * SQLite write) is paid once per batch. Each caller resolves only once its row is committed; a
+ * failing row is retried alone, so it cannot fail its neighbours. Used on hot paths only (QR codes,
+ * callback outbox).
+ */
+export class GroupCommit {
+  private pending: { params: unknown[]; resolve: (rows: number) => void; reject: (err: unknown) => void }[] = [];
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly sql: string,
+  ) {}
+
+  /** Resolves with the number of rows the statement changed for these parameters. */
+  run(params: unknown[]): Promise<number> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ params, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => void this.flush());
+    });
+  }
+
+  private async flush(): Promise<void> {
+    const batch = this.pending;
+    this.pending = [];
+    const run = async (executor: Pick<Kysely<Database>, 'executeQuery'>, params: unknown[]) =>
+      Number((await executor.executeQuery(CompiledQuery.raw(this.sql, params))).numAffectedRows ?? 0n);
+    if (batch.length > 1) {
+      try {
+        const counts = await this.db.transaction().execute(async (trx) => {
+          const out: number[] = [];
+          for (const item of batch) out.push(await run(trx, item.params));
+          return out;
+        });
+        batch.forEach((item, i) => item.resolve(counts[i]!));
+        return;
+      } catch {
+        // retried one by one below
+      }
+    }
+    for (const item of batch) await run(this.db, item.params).then(item.resolve, item.reject);
+  }
+}
