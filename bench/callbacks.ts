@@ -52,7 +52,7 @@ function observed(store: Store): { store: Store; hooks: { delivered: (id: string
   const hooks = { delivered: (_id: string): void => undefined, retried: 0 };
   const inner = store.callbacks;
   const callbacks: CallbackStore = {
-    insert: (c) => inner.insert(c),
+    insert: (c, leaseUntil) => inner.insert(c, leaseUntil),
     get: (id) => inner.get(id),
     remove: (id) => inner.remove(id),
     claimDue: (now, leaseMs, limit) => inner.claimDue(now, leaseMs, limit),

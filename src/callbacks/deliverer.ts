@@ -30,6 +30,8 @@ export interface DelivererOptions {
 /** A claim outlives an attempt by this much; after a crash, its callbacks are retried once the lease lapses. */
 const LEASE_MARGIN_MS = 1_000;
 const BATCH = 16;
+/** Callbacks attempted straight from enqueue at once; more wait in the store for a pass. */
+const DIRECT_LIMIT = 64;
 /** Response bodies are not read beyond this (a backend's answer is not needed, only its status). */
 const MAX_RESPONSE_BYTES = 4096;
 
@@ -74,12 +76,12 @@ export class CallbackDeliverer {
   }
 
   /**
-   * Stores a callback and tries it at once. While fewer than a batch of attempts are running, this
+   * Stores a callback and tries it at once. While fewer than DIRECT_LIMIT such attempts are running, this
    * node stores it already leased and attempts it itself (no claim round-trip); otherwise the next
    * pass claims it. Returns false when a callback with that id exists already.
    */
   async enqueue(callback: Callback): Promise<boolean> {
-    if (this.direct >= BATCH) {
+    if (this.direct >= DIRECT_LIMIT) {
       const inserted = await this.o.callbacks.insert(callback);
       if (inserted) this.kick();
       return inserted;

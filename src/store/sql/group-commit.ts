@@ -2,14 +2,15 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 
 /**
- * Runs one compiled statement for many callers with group commit: calls that arrive in the same
- * event-loop turn share one transaction, so under load a commit (the dominant cost of a small
- * SQLite write) is paid once per batch. Each caller resolves only once its row is committed; a
- * failing row is retried alone, so it cannot fail its neighbours. Used on hot paths only (QR codes,
- * callback outbox).
+ * Runs one compiled statement for many callers with group commit: the first call is written at
+ * once; calls that arrive while a write is in progress queue up and share the next transaction.
+ * So a lone caller waits for nothing, and under load a commit (the dominant cost of a small SQLite
+ * write) is paid once per batch. Each caller resolves only once its row is committed; a failing row
+ * is retried alone, so it cannot fail its neighbours. Used on hot paths only (QR codes, callbacks).
  */
 export class GroupCommit {
   private pending: { params: unknown[]; resolve: (rows: number) => void; reject: (err: unknown) => void }[] = [];
+  private writing = false;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -20,8 +21,17 @@ export class GroupCommit {
   run(params: unknown[]): Promise<number> {
     return new Promise((resolve, reject) => {
       this.pending.push({ params, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => void this.flush());
+      if (!this.writing) void this.drain();
     });
+  }
+
+  private async drain(): Promise<void> {
+    this.writing = true;
+    try {
+      while (this.pending.length > 0) await this.flush();
+    } finally {
+      this.writing = false;
+    }
   }
 
   private async flush(): Promise<void> {
