@@ -230,7 +230,7 @@ export const channelMemory: Benchmark = {
       const context = [
         machineLine(),
         `tabwire: ${revision()}`,
-        `libraries: ws ${versionOf('ws')}, @fastify/websocket ${versionOf('@fastify/websocket')}, fastify ${versionOf('fastify')}`,
+        `libraries: ws ${versionOf('ws')}, fastify ${versionOf('fastify')}`,
         `servers and clients in separate child processes on loopback; open-file limit here ${openFilesLimit()}; ${WARMUP_TABS} tabs opened and closed before the 0-tab reading`,
         `per tab = (settled RSS at N - settled RSS at 0) / N; settled = full GCs in the server (--expose-gc), VmRSS from /proc`,
         `idle check before the run: other processes used ${idle.toFixed(0)}% of a core`,

@@ -154,7 +154,7 @@ export const deliverLatency: Benchmark = {
         context: [
           machineLine(),
           `tabwire: ${revision()}`,
-          `libraries: ws ${versionOf('ws')}, @fastify/websocket ${versionOf('@fastify/websocket')}, fastify ${versionOf('fastify')}`,
+          `libraries: ws ${versionOf('ws')}, fastify ${versionOf('fastify')}`,
           `server and clients in separate child processes on loopback; open-file limit here ${openFilesLimit()}`,
           `${TABS.toLocaleString('en-US')} tabs opened at ${Math.round((TABS * 1000) / opened.ms).toLocaleString('en-US')}/s and registered; ${WARMUP_EVENTS} uncounted events first`,
           `each event goes to a random tab; the server stamps process.hrtime (CLOCK_MONOTONIC) just before hub.deliver, the client reads it on receipt before parsing`,

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
-import websocket from '@fastify/websocket';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from './config/schema.js';
@@ -10,13 +9,14 @@ import { agentLegalRoutes } from './http/agent-legal-routes.js';
 import { agentXmppRoutes } from './http/agent-xmpp-routes.js';
 import { parseXmlPayload } from './xmpp/xml-payload.js';
 import { bearerGuard } from './http/bearer.js';
-import { eventsRoutes } from './http/events-routes.js';
+import { serveWebSocket } from './channel/websocket.js';
+import { WebSocketUpgrade } from './channel/websocket-upgrade.js';
+import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
 import { pagesRoutes } from './http/pages-routes.js';
-import { registerProblemHandlers } from './http/problem.js';
+import { problemOf, registerProblemHandlers } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
-import { EVENTS_SUBPROTOCOL } from './protocol/frames.js';
 import { createServices, type Deps, type Services } from './services.js';
 
 export type { Deps, Services } from './services.js';
@@ -24,6 +24,8 @@ export type { Deps, Services } from './services.js';
 declare module 'fastify' {
   interface FastifyInstance {
     tabwire: Services;
+    /** The WebSocket server behind `/ClientEventsWS` (its `clients` are the live sockets). */
+    websocketServer: WebSocketUpgrade['server'];
   }
 }
 
@@ -59,21 +61,28 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     allowedHeaders: ['Content-Type', 'X-TabID', 'X-Last-Event-ID', 'Authorization'],
     maxAge: 600,
   });
-  await app.register(websocket, {
-    options: {
-      maxPayload: 16 * 1024,
-      handleProtocols: (protocols: Set<string>) => (protocols.has(EVENTS_SUBPROTOCOL) ? EVENTS_SUBPROTOCOL : false),
-    },
-  });
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
+  const channel = { registry, hub, log: log.child({ module: 'channel:websocket' }) };
+  const upgrade = new WebSocketUpgrade(app.server, {
+    path: '/ClientEventsWS',
+    maxPayload: 16 * 1024,
+    clock,
+    pingTimeoutMs: config.pingTimeoutSeconds * 1000,
+    decide: decideUpgrade(app, { allowedOrigins: config.allowedOrigins, cookies }),
+    serve: (socket, sessionHash, alive) => serveWebSocket(socket, sessionHash, channel, alive),
+    problem: (error, path) => JSON.stringify(problemOf(error, path)),
+  });
+  app.decorate('websocketServer', upgrade.server);
+  app.addHook('preClose', async () => upgrade.close());
   const guard = bearerGuard(tokens, store.accounts);
   await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp });
   await app.register(eventsRoutes, {
+    registry,
+    hub,
     tabs: store.tabs,
     longPollHoldMs: config.longPollHoldSeconds * 1000,
     allowedOrigins: config.allowedOrigins,
     cookies,
-    channel: { registry, hub, clock, log: log.child({ module: 'channel:websocket' }), pingTimeoutMs: config.pingTimeoutSeconds * 1000 },
   });
   await app.register(quickLoginRoutes, {
     quickLogin,

@@ -37,7 +37,7 @@ await serveAsChild(async () => {
       res.end();
     }
   });
-  // Same ws settings as tabwire's @fastify/websocket registration (src/app.ts).
+  // Same ws settings as tabwire's WebSocket upgrade (src/channel/websocket-upgrade.ts, src/app.ts).
   const wss = new WebSocketServer({
     server,
     maxPayload: 16 * 1024,

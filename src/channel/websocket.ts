@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import type { Clock } from '../clock.js';
 import { closeCodes } from '../errors.js';
 import type { TabConnection } from '../hub/connection.js';
 import type { Hub } from '../hub/hub.js';
@@ -10,10 +9,7 @@ import { parseClientFrame, type EventFrame } from '../protocol/frames.js';
 export interface WebSocketChannelOptions {
   registry: TabRegistry;
   hub: Hub;
-  clock: Clock;
   log: Logger;
-  /** Close when no frame arrived for this long (3 missed pings). */
-  pingTimeoutMs: number;
 }
 
 /** A WebSocket as the hub sees it: frames out as JSON text, one message per event. */
@@ -36,15 +32,9 @@ class WebSocketConnection implements TabConnection {
  * the tab to the session, Ping keeps it alive, Unregister forgets it. Anything else closes the
  * socket with a documented code (errors.ts `closeCodes`).
  */
-export function serveWebSocket(socket: WebSocket, sessionHash: string, o: WebSocketChannelOptions): void {
+export function serveWebSocket(socket: WebSocket, sessionHash: string, o: WebSocketChannelOptions, alive: () => void): void {
   const connection = new WebSocketConnection(socket);
   let tabId: string | undefined;
-  let lastFrameAt = o.clock.now();
-
-  const watchdog = setInterval(() => {
-    if (o.clock.now() - lastFrameAt >= o.pingTimeoutMs) socket.close(closeCodes.pingTimeout, 'ping_timeout');
-  }, Math.min(5_000, o.pingTimeoutMs));
-  watchdog.unref();
 
   // Frames are handled one at a time so a Register finishes before the next frame is looked at.
   let queue = Promise.resolve();
@@ -56,7 +46,7 @@ export function serveWebSocket(socket: WebSocket, sessionHash: string, o: WebSoc
   });
 
   async function onFrame(text: string | undefined): Promise<void> {
-    lastFrameAt = o.clock.now();
+    alive();
     const frame = text === undefined ? undefined : parseClientFrame(text);
     if (!frame) return socket.close(closeCodes.frameInvalid, 'frame_invalid');
     switch (frame.cmd) {
@@ -78,7 +68,6 @@ export function serveWebSocket(socket: WebSocket, sessionHash: string, o: WebSoc
   }
 
   socket.on('close', () => {
-    clearInterval(watchdog);
     if (tabId !== undefined) o.hub.detach(tabId, connection);
   });
 }

@@ -1,26 +1,24 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { LongPollConnection, type PollAnswer } from '../channel/long-poll.js';
-import { serveWebSocket, type WebSocketChannelOptions } from '../channel/websocket.js';
+import type { UpgradeDecision } from '../channel/websocket-upgrade.js';
 import { TabwireError } from '../errors.js';
-import type { TabStore } from '../store/stores.js';
+import type { Hub } from '../hub/hub.js';
+import type { TabRegistry } from '../hub/registry.js';
 import { EVENTS_SUBPROTOCOL, TAB_ID_PATTERN } from '../protocol/frames.js';
-import { checkOrigin } from './origin.js';
+import type { TabStore } from '../store/stores.js';
+import { checkOrigin, checkOriginHeader } from './origin.js';
 import { sendProblem } from './problem.js';
 import { ensureSession } from './session-cookie.js';
-import { hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, type CookiePolicy } from './session.js';
+import { hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, validSessionId, type CookiePolicy } from './session.js';
 
 export interface EventsRoutesOptions {
-  channel: WebSocketChannelOptions;
+  registry: TabRegistry;
+  hub: Hub;
   tabs: TabStore;
   allowedOrigins: readonly string[];
   cookies: CookiePolicy;
   longPollHoldMs: number;
-}
-
-function offersSubprotocol(request: FastifyRequest): boolean {
-  const header = request.headers['sec-websocket-protocol'];
-  return typeof header === 'string' && header.split(',').some((p) => p.trim() === EVENTS_SUBPROTOCOL);
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -28,42 +26,31 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
-/** The client event channel: WebSocket `/ClientEventsWS` (subprotocol `ls`) and long-poll `/ClientEvents`. */
-export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions): Promise<void> {
-  const { registry, hub } = o.channel;
-  const sessionOfUpgrade = new WeakMap<IncomingMessage, string>();
-  // A tab is bound to the session cookie; a first-time caller gets one on the 101 response itself.
-  const newCookies = new WeakMap<IncomingMessage, string>();
-  app.websocketServer.on('headers', (headers: string[], request: IncomingMessage) => {
-    const cookie = newCookies.get(request);
-    if (cookie !== undefined) headers.push(`Set-Cookie: ${cookie}`);
-  });
+const offersSubprotocol = (header: string | string[] | undefined): boolean =>
+  typeof header === 'string' && header.split(',').some((p) => p.trim() === EVENTS_SUBPROTOCOL);
 
-  app.route({
-    method: 'GET',
-    url: '/ClientEventsWS',
-    // Refusals happen before the upgrade, as plain HTTP problem+json answers.
-    preValidation: async (request) => {
-      if (!request.ws) throw new TabwireError('websocket_required');
-      if (!offersSubprotocol(request)) {
-        throw new TabwireError('subprotocol_required', `Offer the WebSocket subprotocol "${EVENTS_SUBPROTOCOL}"`);
-      }
-      checkOrigin(request, o.allowedOrigins);
-      let sessionId = sessionIdOf(request);
-      if (sessionId === undefined) {
-        sessionId = newSessionId();
-        newCookies.set(request.raw, app.serializeCookie(SESSION_COOKIE, sessionId, sessionCookieOptions(o.cookies)));
-      }
-      sessionOfUpgrade.set(request.raw, sessionId);
-    },
-    handler: async () => {
-      throw new TabwireError('websocket_required');
-    },
-    wsHandler: (socket, request) => {
-      const sessionId = sessionOfUpgrade.get(request.raw);
-      if (sessionId === undefined) return socket.close(1011, 'internal_error');
-      serveWebSocket(socket, hashSession(sessionId), o.channel);
-    },
+/**
+ * The WebSocket handshake's checks (the upgrade itself is channel/websocket-upgrade.ts): subprotocol
+ * `ls`, an allowed Origin, and the session cookie; a first-time caller gets one on the 101 response.
+ */
+export function decideUpgrade(app: FastifyInstance, o: { allowedOrigins: readonly string[]; cookies: CookiePolicy }) {
+  return (request: IncomingMessage): UpgradeDecision => {
+    if (!offersSubprotocol(request.headers['sec-websocket-protocol'])) {
+      return { ok: false, error: new TabwireError('subprotocol_required', `Offer the WebSocket subprotocol "${EVENTS_SUBPROTOCOL}"`) };
+    }
+    checkOriginHeader(request.headers.origin, o.allowedOrigins);
+    const existing = validSessionId(app.parseCookie(request.headers.cookie ?? '')[SESSION_COOKIE]);
+    if (existing !== undefined) return { ok: true, sessionHash: hashSession(existing) };
+    const sessionId = newSessionId();
+    return { ok: true, sessionHash: hashSession(sessionId), setCookie: app.serializeCookie(SESSION_COOKIE, sessionId, sessionCookieOptions(o.cookies)) };
+  };
+}
+
+/** The client event channel over plain HTTP: long-poll `/ClientEvents`, and a 426 for a GET of the WebSocket URL. */
+export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions): Promise<void> {
+  const { registry, hub } = o;
+  app.get('/ClientEventsWS', async () => {
+    throw new TabwireError('websocket_required');
   });
 
   /**

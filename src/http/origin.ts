@@ -13,7 +13,11 @@ export function originOf(request: FastifyRequest): string | null {
  * one comes from a non-browser client, which could forge any header anyway.
  */
 export function checkOrigin(request: FastifyRequest, allowed: readonly string[]): string | null {
-  const origin = request.headers.origin;
+  return checkOriginHeader(request.headers.origin, allowed);
+}
+
+/** The same check on a raw header value (WebSocket handshakes have no Fastify request). */
+export function checkOriginHeader(origin: string | string[] | undefined, allowed: readonly string[]): string | null {
   if (origin === undefined) return null;
   if (typeof origin !== 'string' || !allowed.includes(origin)) {
     throw new TabwireError('origin_not_allowed', `Origin ${String(origin)} is not among the allowed origins`);

@@ -10,10 +10,13 @@ export const newSessionId = (): string => randomBytes(32).toString('base64url');
 /** Stores keep only a hash, so a leaked database does not hand out sessions. */
 export const hashSession = (sessionId: string): string => createHash('sha256').update(sessionId).digest('base64url');
 
+/** A cookie value if it is a well-formed session id. */
+export const validSessionId = (value: string | undefined): string | undefined =>
+  value !== undefined && SESSION_PATTERN.test(value) ? value : undefined;
+
 /** The caller's session id from its cookie, when present and well-formed. */
 export function sessionIdOf(request: FastifyRequest): string | undefined {
-  const value = request.cookies[SESSION_COOKIE];
-  return value !== undefined && SESSION_PATTERN.test(value) ? value : undefined;
+  return validSessionId(request.cookies[SESSION_COOKIE]);
 }
 
 export interface CookiePolicy {
