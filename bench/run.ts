@@ -12,8 +12,9 @@ import { deliverLatency } from './deliver-latency.js';
 import { longpollMemory } from './longpoll-memory.js';
 import { qrIssuance } from './qr-issuance.js';
 import { xmppRouter } from './xmpp-router.js';
+import { xmppThroughput } from './xmpp-throughput.js';
 
-const BENCHMARKS: readonly Benchmark[] = [qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter];
+const BENCHMARKS: readonly Benchmark[] = [qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput];
 
 function print(report: BenchReport, seconds: number): void {
   console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);

@@ -1,9 +1,12 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Hub } from '../hub/hub.js';
-import type { AccountStore, MessageStore } from '../store/stores.js';
+import type { Account, AccountStore, MessageStore } from '../store/stores.js';
 import type { EventHandlers } from './handlers.js';
 import type { InboundMessage } from './message.js';
+
+const ACCOUNT_CACHE_MS = 2_000;
+const ACCOUNT_CACHE_SIZE = 10_000;
 
 export type RouteOutcome = 'delivered' | 'stored' | 'unknown_recipient' | 'quota_full';
 
@@ -31,6 +34,13 @@ export function splitJid(jid: string): { local: string; domain: string } | undef
  * account's durable messages (PopMessages). No XMPP library in here: the transport parses stanzas.
  */
 export class MessageRouter {
+  /**
+   * Recent account look-ups by user name: a burst of messages to one agent costs one SQLite query,
+   * not one per message (it was the largest part of a route, docs/benchmarks.md). Entries live
+   * ACCOUNT_CACHE_MS, so a deleted or disabled account stops receiving within that time.
+   */
+  private readonly accountCache = new Map<string, { account: Account | undefined; at: number }>();
+
   constructor(
     private readonly o: {
       componentDomain: string;
@@ -48,7 +58,7 @@ export class MessageRouter {
   async route(message: InboundMessage): Promise<RouteOutcome> {
     const to = splitJid(message.to);
     if (!to || to.domain !== this.o.componentDomain.toLowerCase()) return 'unknown_recipient';
-    const account = await this.o.accounts.byUserName(to.local);
+    const account = await this.accountByUserName(to.local);
     if (!account || account.state !== 'active') return 'unknown_recipient';
 
     const handler = this.o.handlers.match(account.id, message);
@@ -71,5 +81,15 @@ export class MessageRouter {
     );
     if (!stored) this.o.log.warn({ account: account.userName }, 'message refused: the account\'s message store is full');
     return stored ? 'stored' : 'quota_full';
+  }
+
+  private async accountByUserName(userName: string): Promise<Account | undefined> {
+    const now = this.o.clock.now();
+    const cached = this.accountCache.get(userName);
+    if (cached && now - cached.at < ACCOUNT_CACHE_MS) return cached.account;
+    const account = await this.o.accounts.byUserName(userName);
+    if (this.accountCache.size >= ACCOUNT_CACHE_SIZE) this.accountCache.clear();
+    this.accountCache.set(userName, { account, at: now });
+    return account;
   }
 }
