@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SQLite from 'better-sqlite3';
-import { Kysely, Migrator, SqliteDialect } from 'kysely';
+import { Kysely, Migrator, SqliteDialect, type SqliteDatabase, type SqliteStatement } from 'kysely';
 import { migrationProvider } from './migrations.js';
 import type { Database } from './schema.js';
 import { SqlAccountStore } from './sql/account-store.js';
@@ -25,6 +25,38 @@ export async function migrate(db: Kysely<Database>): Promise<void> {
   }
 }
 
+const STATEMENT_CACHE_SIZE = 512;
+
+/**
+ * better-sqlite3 as Kysely's SqliteDatabase, with prepared statements kept by SQL text. Kysely's
+ * SQLite driver prepares every query anew; on the hot paths (QR codes, callbacks, routing) the same
+ * few statements run thousands of times a second, and preparing was a sixth of the callback
+ * outbox's CPU (docs/benchmarks.md). Statements run synchronously on Kysely's one connection, so a
+ * cached statement is never used by two queries at once; `iterate` (streaming) gets a fresh one.
+ */
+function withStatementCache(sqlite: SQLite.Database): SqliteDatabase {
+  const cache = new Map<string, SqliteStatement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sql: string): SqliteStatement {
+      let statement = cache.get(sql);
+      if (!statement) {
+        const prepared = sqlite.prepare(sql);
+        statement = {
+          reader: prepared.reader,
+          all: (parameters) => prepared.all(parameters),
+          run: (parameters) => prepared.run(parameters),
+          iterate: (parameters) => sqlite.prepare(sql).iterate(parameters),
+        };
+        // Queries with varying shapes (IN lists) make new texts: bound the cache simply.
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.clear();
+        cache.set(sql, statement);
+      }
+      return statement;
+    },
+  };
+}
+
 /** Opens (creating if needed) the embedded SQLite store and migrates it. */
 export async function openSqliteStore(file: string): Promise<Store> {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -33,7 +65,7 @@ export async function openSqliteStore(file: string): Promise<Store> {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   await migrate(db);
   return {
     codes: new SqlCodeStore(db),
