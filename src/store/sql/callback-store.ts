@@ -51,10 +51,12 @@ export class SqlCallbackStore implements CallbackStore {
     this.inserts = new GroupCommit(
       db,
       db.insertInto('callbacks').values(toRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql,
+      'immediate',
     );
     this.deliveries = new GroupCommit(
       db,
       db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile().sql,
+      'immediate',
     );
   }
 

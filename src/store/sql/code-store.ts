@@ -55,7 +55,7 @@ export class SqlCodeStore implements CodeStore {
   private readonly inserts: GroupCommit;
 
   constructor(private readonly db: Kysely<Database>) {
-    this.inserts = new GroupCommit(db, db.insertInto('codes').values(toRow(PLACEHOLDER)).compile().sql);
+    this.inserts = new GroupCommit(db, db.insertInto('codes').values(toRow(PLACEHOLDER)).compile().sql, 'turn');
   }
 
   async insert(c: LoginCode): Promise<void> {

@@ -2,11 +2,18 @@ import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 
 /**
- * Runs one compiled statement for many callers with group commit: the first call is written at
- * once; calls that arrive while a write is in progress queue up and share the next transaction.
- * So a lone caller waits for nothing, and under load a commit (the dominant cost of a small SQLite
- * write) is paid once per batch. Each caller resolves only once its row is committed; a failing row
- * is retried alone, so it cannot fail its neighbours. Used on hot paths only (QR codes, callbacks).
+ * When a batch starts. `turn`: calls of the same event-loop turn are collected first (best when
+ * many HTTP requests arrive together, as QR requests do). `immediate`: a lone caller is written at
+ * once and only calls arriving while a write is in progress wait for the next batch (best for a
+ * caller that awaits each write in turn, as the callback outbox's enqueue does).
+ */
+export type BatchStart = 'turn' | 'immediate';
+
+/**
+ * Runs one compiled statement for many callers with group commit: calls batched per `start` share
+ * one transaction, so under load a commit (the dominant cost of a small SQLite write) is paid once
+ * per batch. Each caller resolves only once its row is committed; a failing row is retried alone,
+ * so it cannot fail its neighbours. Used on hot paths only (QR codes, callbacks).
  */
 export class GroupCommit {
   private pending: { params: unknown[]; resolve: (rows: number) => void; reject: (err: unknown) => void }[] = [];
@@ -15,13 +22,16 @@ export class GroupCommit {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly sql: string,
+    private readonly start: BatchStart,
   ) {}
 
   /** Resolves with the number of rows the statement changed for these parameters. */
   run(params: unknown[]): Promise<number> {
     return new Promise((resolve, reject) => {
       this.pending.push({ params, resolve, reject });
-      if (!this.writing) void this.drain();
+      if (this.writing || this.pending.length > 1) return;
+      if (this.start === 'immediate') void this.drain();
+      else setImmediate(() => void this.drain());
     });
   }
 
