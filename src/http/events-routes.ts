@@ -9,8 +9,7 @@ import { EVENTS_SUBPROTOCOL, TAB_ID_PATTERN } from '../protocol/frames.js';
 import type { TabStore } from '../store/stores.js';
 import { checkOrigin, checkOriginHeader } from './origin.js';
 import { sendProblem } from './problem.js';
-import { ensureSession } from './session-cookie.js';
-import { hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, validSessionId, type CookiePolicy } from './session.js';
+import { ensureSession, hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, validSessionId, type CookiePolicy } from './session.js';
 
 export interface EventsRoutesOptions {
   registry: TabRegistry;

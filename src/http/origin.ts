@@ -1,12 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import { TabwireError } from '../errors.js';
 
-/** The request's Origin header, or null (non-browser clients send none). */
-export function originOf(request: FastifyRequest): string | null {
-  const origin = request.headers.origin;
-  return typeof origin === 'string' && origin !== '' && origin !== 'null' ? origin : null;
-}
-
 /**
  * Browsers always send Origin on WebSocket handshakes and cross-origin POSTs; a present Origin
  * must be on the allowlist (never relaxed globally, SPEC.md "Authentication"). A request without

@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Name of the session cookie a tab is bound to at its first Register (ARCHITECTURE.md §3). */
 export const SESSION_COOKIE = 'tabwire_sid';
@@ -37,3 +37,16 @@ export const sessionCookieOptions = (policy: CookiePolicy) =>
     sameSite: policy.sameSite,
     partitioned: policy.sameSite === 'none',
   }) as const;
+
+/**
+ * The caller's session hash, creating a session (and setting its cookie on `reply`) when the
+ * request carries none. Used by transports that bind tabs over plain HTTP (long-poll).
+ */
+export function ensureSession(request: FastifyRequest, reply: FastifyReply, policy: CookiePolicy): string {
+  let sessionId = sessionIdOf(request);
+  if (sessionId === undefined) {
+    sessionId = newSessionId();
+    reply.setCookie(SESSION_COOKIE, sessionId, sessionCookieOptions(policy));
+  }
+  return hashSession(sessionId);
+}

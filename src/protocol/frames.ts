@@ -9,9 +9,6 @@ export const EVENTS_SUBPROTOCOL = 'ls';
 /** Tab IDs are made by the page (a 36-character GUID in the reference client). */
 export const TAB_ID_PATTERN = /^[A-Za-z0-9_-]{8,64}$/;
 
-export const CLIENT_COMMANDS = ['Register', 'Ping', 'Unregister'] as const;
-export type ClientCommand = (typeof CLIENT_COMMANDS)[number];
-
 export interface RegisterFrame {
   cmd: 'Register';
   tabId: string;
