@@ -59,7 +59,13 @@ const SHAPES: Array<[boolean, boolean, boolean]> = [
   [true, false, false],
 ];
 
+/** Every bench tab belongs to one session. */
+const SESSION = 'bench-session';
+const at = (tabId: string) => ({ tabId, session: SESSION });
+
 class CountingConnection implements TabConnection {
+  readonly transport = 'websocket';
+  readonly open = true;
   frames = 0;
   send(frames: readonly EventFrame[]): boolean {
     this.frames += frames.length;
@@ -113,7 +119,7 @@ export const xmppRouter: Benchmark = {
           if (keys.has(key)) continue;
           keys.add(key);
           const tab = `acct${a}-tab${h % TABS_PER_ACCOUNT}`.padEnd(12, '0');
-          expect(handlers.register(`account-${a}`, tab, selector, `onBench${h}`) === 'registered', 'handler registration refused');
+          expect(handlers.register(`account-${a}`, at(tab), selector, `onBench${h}`) === 'registered', 'handler registration refused');
           registered.push({ account: a, selector });
           shapeCount.set(specificity(selector), (shapeCount.get(specificity(selector)) ?? 0) + 1);
           h++;
@@ -148,17 +154,17 @@ export const xmppRouter: Benchmark = {
       for (let a = 0; a < STORAGE_ACCOUNTS; a++) await insertAccount(`storage-${a}`, `store${a}`);
 
       const log = pino({ level: 'silent' });
-      hub = new Hub({ bus: new MemoryBus(), clock: systemClock, log, outboxLimit: 100, outboxMaxAgeMs: 60_000, tabIdleMs: 600_000 });
+      hub = new Hub({ bus: new MemoryBus(), clock: systemClock, log, outboxLimit: 100, outboxMaxAgeMs: 60_000, tabIdleMs: 600_000, longPollGapMs: 10_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
       const connections = new Map<string, CountingConnection>();
       for (let a = 0; a < ACCOUNTS; a++) {
         for (let t = 0; t < TABS_PER_ACCOUNT; t++) {
           const tab = `acct${a}-tab${t}`.padEnd(12, '0');
           const connection = new CountingConnection();
           connections.set(tab, connection);
-          hub.attach(tab, connection);
+          hub.attach(at(tab), connection);
         }
       }
-      const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, hub, messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
+      const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnected(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
       const h = hub;
       const s = store;
 
@@ -186,7 +192,7 @@ export const xmppRouter: Benchmark = {
           unit: 'event',
           op: async (i) => {
             partDeliveries++;
-            await h.deliver(`acct${i % ACCOUNTS}-tab0`.padEnd(12, '0'), { type: 'onBench', data: i });
+            await h.deliver(at(`acct${i % ACCOUNTS}-tab0`.padEnd(12, '0')), { type: 'onBench', data: i });
           },
           async: true,
         },

@@ -81,6 +81,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     hub,
     tabs: store.tabs,
     longPollHoldMs: config.longPollHoldSeconds * 1000,
+    tabIdleSeconds: config.tabIdleSeconds,
     allowedOrigins: config.allowedOrigins,
     cookies,
   });

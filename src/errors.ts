@@ -45,6 +45,8 @@ export const errorCatalogue = {
   body_too_large: { status: 413, title: 'The request body is too large' },
   xml_invalid: { status: 400, title: 'The XML payload is not valid' },
   rate_limited: { status: 429, title: 'Too many attempts; try again later' },
+  tab_limit_reached: { status: 429, title: 'The session holds as many tabs as it may; idle ones are let go after tabIdleSeconds' },
+  handler_limit_reached: { status: 507, title: 'The tab carries as many event handlers as it may; remove one first' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },
   xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
@@ -78,6 +80,8 @@ export const closeCodes = {
   tabSessionMismatch: 4403,
   /** No frame within pingTimeoutSeconds. */
   pingTimeout: 4408,
+  /** Register of one tab too many for the session (config `tabsPerSession`). */
+  tabLimitReached: 4429,
   /** The same tab connected again; the older connection is closed. */
   replaced: 4409,
   /** The service is shutting down. */

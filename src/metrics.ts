@@ -1,17 +1,34 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Hub } from './hub/hub.js';
+import type { HubCounters, HubSnapshot } from './hub/hub.js';
 
 /** The node's Prometheus metrics (`GET /metrics`), in a registry of its own (no global state). */
-export function createMetrics(hub: Hub) {
+export function createMetrics() {
   const registry = new Registry();
-  const snapshot = () => hub.snapshot();
-  new Gauge({ name: 'tabwire_tabs', help: 'Tabs held by this node', registers: [registry], collect() { this.set(snapshot().tabs); } });
-  new Gauge({ name: 'tabwire_tabs_connected', help: 'Tabs with a live connection', registers: [registry], collect() { this.set(snapshot().connected); } });
-  new Gauge({ name: 'tabwire_events_delivered', help: 'Events written to tab outboxes', registers: [registry], collect() { this.set(snapshot().delivered); } });
-  new Gauge({ name: 'tabwire_events_dropped_unknown_tab', help: 'Events for tabs this node does not hold', registers: [registry], collect() { this.set(snapshot().droppedUnknownTab); } });
-  new Gauge({ name: 'tabwire_outbox_overflow', help: 'Events dropped because a tab outbox was full', registers: [registry], collect() { this.set(snapshot().overflowed); } });
+  const delivered = new Counter({ name: 'tabwire_events_delivered_total', help: 'Events accepted into tab outboxes', registers: [registry] });
+  const dropped = new Counter({
+    name: 'tabwire_events_dropped_total',
+    help: 'Events that left a tab outbox without ever being sent and had no fallback, by reason (overflow, expired, forgotten)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+  });
+  const fellBack = new Counter({
+    name: 'tabwire_events_stored_instead_total',
+    help: 'XMPP events their tab could not take, stored for PopMessages instead',
+    registers: [registry],
+  });
+  const hubCounters: HubCounters = {
+    delivered: () => delivered.inc(),
+    dropped: (reason, n) => dropped.inc({ reason }, n),
+    fellBack: (n) => fellBack.inc(n),
+  };
   return {
     registry,
+    hubCounters,
+    /** Gauges read from the hub at scrape time. */
+    watchHub(snapshot: () => HubSnapshot): void {
+      new Gauge({ name: 'tabwire_tabs', help: 'Tabs held by this node', registers: [registry], collect() { this.set(snapshot().tabs); } });
+      new Gauge({ name: 'tabwire_tabs_connected', help: 'Tabs with a live connection', registers: [registry], collect() { this.set(snapshot().connected); } });
+    },
     callbackAttempts: new Counter({ name: 'tabwire_callback_attempts_total', help: 'Callback delivery attempts', labelNames: ['outcome'] as const, registers: [registry] }),
     callbackDelivered: new Counter({ name: 'tabwire_callback_delivered_total', help: 'Callbacks delivered (first 2xx)', registers: [registry] }),
     callbackFailures: new Counter({ name: 'tabwire_callback_failures_total', help: 'Failed callback attempts by reason', labelNames: ['reason'] as const, registers: [registry] }),

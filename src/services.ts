@@ -15,7 +15,10 @@ import { createMetrics, type Metrics } from './metrics.js';
 import { MemoryBus } from './bus/memory-bus.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
+import type { DeliveryFallback } from './bus/bus.js';
+import type { TabAddress } from './hub/address.js';
 import { Hub } from './hub/hub.js';
+import { refreshTabBindings, tabBindingRefreshMs } from './hub/binding-refresh.js';
 import { TabRegistry } from './hub/registry.js';
 import type { ApplyOptions } from './identity/apply.js';
 import { ensureDevIdentity, type DevIdentity } from './identity/dev-identity.js';
@@ -62,6 +65,7 @@ export interface Services {
 }
 
 const HUB_SWEEP_MS = 5_000;
+const LONG_POLL_GAP_MS = 10_000;
 const CODE_SWEEP_MS = 60_000;
 const TOKEN_KEY_RELOAD_MS = 60_000;
 
@@ -69,8 +73,11 @@ const TOKEN_KEY_RELOAD_MS = 60_000;
 export async function createServices(config: Config, deps: Deps, log: Logger): Promise<Services> {
   const clock = deps.clock ?? systemClock;
   const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
-  const bus = deps.bus ?? new MemoryBus();
-  const handlers = new EventHandlers();
+  const bus = deps.bus ?? new MemoryBus(log.child({ module: 'bus' }));
+  const handlers = new EventHandlers(config.handlersPerTab);
+  const metrics = createMetrics();
+  // The router is made below; the hub hands it the XMPP events a tab could not take.
+  let storeUndelivered: (fallback: DeliveryFallback) => Promise<void> = async () => undefined;
   const hub = new Hub({
     bus,
     clock,
@@ -78,12 +85,22 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     outboxLimit: config.outboxLimit,
     outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
     tabIdleMs: config.tabIdleSeconds * 1000,
-    onForget: (tabId) => {
-      // Handlers live as long as their tab (docs/xmpp.md).
-      handlers.forgetTab(tabId);
-      store.tabs.remove(tabId).catch((err: unknown) => log.error({ err, tabId }, 'removing a forgotten tab failed'));
+    // The reference client polls again at once after an answer, or 5 s after an error.
+    longPollGapMs: LONG_POLL_GAP_MS,
+    maxTabsPerSession: config.tabsPerSession,
+    counters: metrics.hubCounters,
+    onFallback: (fallback) => {
+      storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed'));
     },
+    onRelease: (address) => dropTab(address),
+    onForget: (address) => dropTab(address),
   });
+  metrics.watchHub(() => hub.snapshot());
+  /** Handlers live as long as their tab (docs/xmpp.md); the binding goes only if it is still this session's. */
+  function dropTab(address: TabAddress): void {
+    handlers.forgetTab(address);
+    store.tabs.remove(address.tabId, address.session).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed'));
+  }
   const signer = await loadServerSigner(store.serverKeys, clock);
   const tokens = await TokenService.load(store.serverKeys, clock, config.publicBaseUrl);
   const accounts = new Accounts({
@@ -94,13 +111,12 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     accountThrottle: new FailureThrottle(clock, 5, 60_000),
     addressThrottle: new FailureThrottle(clock, 50, 60_000),
   });
-  const metrics = createMetrics(hub);
   const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
   const resolve = deps.resolve ?? systemResolver;
   const registrations = new BackendRegistrations({ store: store.services, clock, validityMs: config.serviceValiditySeconds * 1000, policy, resolve });
   const deliverer = new CallbackDeliverer({
     callbacks: store.callbacks,
-    hub,
+    delivery: hub,
     clock,
     log: log.child({ module: 'callbacks' }),
     metrics,
@@ -118,13 +134,12 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     backend: backendMode({
       registrations,
       services: store.services,
-      callbacks: store.callbacks,
       deliverer,
       clock,
       retryWindowMs: config.callbackRetrySeconds * 1000,
     }),
     store,
-    hub,
+    delivery: hub,
     clock,
     signer,
     log: log.child({ module: 'quicklogin' }),
@@ -146,7 +161,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     componentDomain: config.xmppComponentDomain,
     accounts: store.accounts,
     handlers,
-    hub,
+    delivery: hub,
+    isConnected: (address) => hub.isConnected(address),
     messages: store.messages,
     clock,
     log: log.child({ module: 'agent:router' }),
@@ -167,11 +183,15 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
             if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
           },
         });
+  storeUndelivered = (fallback) => router.storeUndelivered(fallback);
   const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
 
   const timers = [
     setInterval(() => hub.sweep(), HUB_SWEEP_MS),
+    setInterval(() => {
+      refreshTabBindings(hub, store, clock, config.tabBindingRetentionSeconds * 1000).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed'));
+    }, tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000)),
     // Picks up keys rotated by the CLI or another node, so the newest key signs everywhere.
     setInterval(() => tokens.reload().catch((err: unknown) => log.error({ err }, 'token key reload failed')), TOKEN_KEY_RELOAD_MS),
     setInterval(() => {

@@ -42,7 +42,16 @@ await serveAsChild(async () => {
     },
   );
   const app = await buildApp(config);
-  const { hub } = app.tabwire;
+  const { hub, store } = app.tabwire;
+  /** Events are addressed to a tab of a session: look each tab's session up once, before any timing. */
+  const addresses = async (prefix: string, tabs: number) => {
+    const out = [];
+    for (let i = 0; i < tabs; i++) {
+      const tabId = tabIdOf(prefix, i);
+      out.push({ tabId, session: (await store.tabs.sessionOf(tabId)) ?? 'unbound' });
+    }
+    return out;
+  };
 
   app.post('/__bench/gc', async () => settleHeap());
   app.get('/__bench/stats', async () => ({ hub: hub.snapshot(), memory: process.memoryUsage(), openFiles: readdirSync('/proc/self/fd').length }));
@@ -51,6 +60,7 @@ await serveAsChild(async () => {
     const o = request.body as { prefix: string; tabs: number; count: number; perSecond: number };
     const count = Math.min(o.count, 100_000);
     const intervalNs = 1e9 / o.perSecond;
+    const targets = await addresses(o.prefix, o.tabs);
     const start = process.hrtime.bigint();
     let lateNs = 0n;
     for (let i = 0; i < count; i++) {
@@ -61,7 +71,7 @@ await serveAsChild(async () => {
         now = process.hrtime.bigint();
       }
       if (now - due > lateNs) lateNs = now - due;
-      const tab = tabIdOf(o.prefix, Math.floor(Math.random() * o.tabs));
+      const tab = targets[Math.floor(Math.random() * o.tabs)]!;
       const sentNs = process.hrtime.bigint();
       await hub.deliver(tab, { type: 'BenchLatency', data: { n: i, t: sentNs.toString() } });
     }
@@ -71,7 +81,8 @@ await serveAsChild(async () => {
 
   app.post('/__bench/deliver-all', async (request) => {
     const o = request.body as { prefix: string; tabs: number };
-    for (let i = 0; i < o.tabs; i++) await hub.deliver(tabIdOf(o.prefix, i), { type: 'BenchRelease', data: i });
+    const targets = await addresses(o.prefix, o.tabs);
+    for (let i = 0; i < o.tabs; i++) await hub.deliver(targets[i]!, { type: 'BenchRelease', data: i });
     return { delivered: o.tabs };
   });
 

@@ -1,3 +1,4 @@
+import { addressKey, type TabAddress } from '../hub/address.js';
 import type { InboundMessage } from './message.js';
 
 /** What a handler listens for; a null field matches anything (SPEC.md "RegisterEventHandler"). */
@@ -9,7 +10,8 @@ export interface Selector {
 
 export interface HandlerRegistration {
   accountId: string;
-  tabId: string;
+  /** The tab and the session that registered the handler: its events reach nobody else. */
+  address: TabAddress;
   selector: Selector;
   /** The event type the tab receives (the page's `Events.on(function, ...)`). */
   fn: string;
@@ -41,56 +43,74 @@ function candidateKeys(m: InboundMessage): string[] {
   return keys.sort((a, b) => b.score - a.score).map((k) => k.key);
 }
 
-export type RegisterOutcome = 'registered' | 'removed' | 'tab_owned_by_other_account';
+export type RegisterOutcome = 'registered' | 'removed' | 'tab_owned_by_other_account' | 'too_many_handlers';
 
 /**
  * Live event-handler registrations of this node, indexed so a match costs at most eight map
- * look-ups whatever the number of handlers. Registrations live as long as their tab: the hub's
- * forget calls `forgetTab`. Not durable (SPEC.md "Events" rule 1).
+ * look-ups (plus the tabs sharing a selector) whatever the number of handlers. Registrations are
+ * kept per address (tab and session) and live as long as it: the hub's release and forget call
+ * `forgetTab`. Not durable (SPEC.md "Events" rule 1).
  */
 export class EventHandlers {
   /** account -> selector key -> registrations (several tabs may share a selector). */
   private readonly byAccount = new Map<string, Map<string, HandlerRegistration[]>>();
-  /** tab -> the account whose handlers it carries. */
-  private readonly tabOwner = new Map<string, string>();
+  /** address key -> the account whose handlers the tab carries, and how many. */
+  private readonly tabOwner = new Map<string, { accountId: string; count: number }>();
   private seq = 0;
 
+  /** `maxPerTab`: handlers one tab may carry (docs/configuration.md `handlersPerTab`). */
+  constructor(private readonly maxPerTab = Number.POSITIVE_INFINITY) {}
+
   /** Adds or replaces the handler for this exact selector on the tab; an empty `fn` removes it. */
-  register(accountId: string, tabId: string, selector: Selector, fn: string): RegisterOutcome {
-    const owner = this.tabOwner.get(tabId);
-    if (owner !== undefined && owner !== accountId) return 'tab_owned_by_other_account';
+  register(accountId: string, address: TabAddress, selector: Selector, fn: string): RegisterOutcome {
+    const tabKey = addressKey(address);
+    const owner = this.tabOwner.get(tabKey);
+    if (owner !== undefined && owner.accountId !== accountId) return 'tab_owned_by_other_account';
     const key = keyOf(selector);
     const selectors = this.byAccount.get(accountId) ?? new Map<string, HandlerRegistration[]>();
-    const others = (selectors.get(key) ?? []).filter((r) => r.tabId !== tabId);
+    const existing = selectors.get(key) ?? [];
+    const others = existing.filter((r) => addressKey(r.address) !== tabKey);
+    const replaced = others.length !== existing.length;
+    const count = (owner?.count ?? 0) - (replaced ? 1 : 0);
     if (fn === '') {
       this.store(accountId, selectors, key, others);
-      if (!this.tabHasHandlers(accountId, tabId)) this.tabOwner.delete(tabId);
+      if (count > 0) this.tabOwner.set(tabKey, { accountId, count });
+      else this.tabOwner.delete(tabKey);
       return 'removed';
     }
-    this.store(accountId, selectors, key, [...others, { accountId, tabId, selector, fn, seq: ++this.seq }]);
-    this.tabOwner.set(tabId, accountId);
+    if (count >= this.maxPerTab) return 'too_many_handlers';
+    this.store(accountId, selectors, key, [...others, { accountId, address, selector, fn, seq: ++this.seq }]);
+    this.tabOwner.set(tabKey, { accountId, count: count + 1 });
     return 'registered';
   }
 
-  /** The one registration a message reaches: most specific selector, newest on a tie. */
-  match(accountId: string, message: InboundMessage): HandlerRegistration | undefined {
+  /**
+   * The one registration a message reaches: the most specific selector that has a registration whose
+   * tab is live (`isLive`), the newest of those on a tie. A dead tab never shadows a live one; with no
+   * live match the message is for PopMessages.
+   */
+  match(accountId: string, message: InboundMessage, isLive: (address: TabAddress) => boolean = () => true): HandlerRegistration | undefined {
     const selectors = this.byAccount.get(accountId);
     if (!selectors) return undefined;
     for (const key of candidateKeys(message)) {
       const registrations = selectors.get(key);
-      if (registrations && registrations.length > 0) return registrations[registrations.length - 1];
+      if (!registrations) continue;
+      for (let i = registrations.length - 1; i >= 0; i--) if (isLive(registrations[i]!.address)) return registrations[i];
     }
     return undefined;
   }
 
-  /** The tab is gone: its registrations go with it. */
-  forgetTab(tabId: string): void {
-    const accountId = this.tabOwner.get(tabId);
-    if (accountId === undefined) return;
-    this.tabOwner.delete(tabId);
-    const selectors = this.byAccount.get(accountId);
+  /** The tab is gone (or let go by its session): its registrations go with it. */
+  forgetTab(address: TabAddress): void {
+    const tabKey = addressKey(address);
+    const owner = this.tabOwner.get(tabKey);
+    if (owner === undefined) return;
+    this.tabOwner.delete(tabKey);
+    const selectors = this.byAccount.get(owner.accountId);
     if (!selectors) return;
-    for (const [key, registrations] of selectors) this.store(accountId, selectors, key, registrations.filter((r) => r.tabId !== tabId));
+    for (const [key, registrations] of selectors) {
+      this.store(owner.accountId, selectors, key, registrations.filter((r) => addressKey(r.address) !== tabKey));
+    }
   }
 
   get size(): number {
@@ -104,10 +124,5 @@ export class EventHandlers {
     else selectors.delete(key);
     if (selectors.size > 0) this.byAccount.set(accountId, selectors);
     else this.byAccount.delete(accountId);
-  }
-
-  private tabHasHandlers(accountId: string, tabId: string): boolean {
-    for (const registrations of this.byAccount.get(accountId)?.values() ?? []) if (registrations.some((r) => r.tabId === tabId)) return true;
-    return false;
   }
 }

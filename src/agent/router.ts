@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Hub } from '../hub/hub.js';
+import type { DeliveryFallback } from '../bus/bus.js';
+import type { TabAddress } from '../hub/address.js';
+import type { Delivery } from '../hub/delivery.js';
 import type { Account, AccountStore, MessageStore } from '../store/stores.js';
 import type { EventHandlers } from './handlers.js';
 import type { InboundMessage } from './message.js';
@@ -46,7 +48,9 @@ export class MessageRouter {
       componentDomain: string;
       accounts: AccountStore;
       handlers: EventHandlers;
-      hub: Hub;
+      delivery: Delivery;
+      /** Whether a tab of a session has a live connection now (the hub). */
+      isConnected: (address: TabAddress) => boolean;
       messages: MessageStore;
       clock: Clock;
       log: Logger;
@@ -61,9 +65,10 @@ export class MessageRouter {
     const account = await this.accountByUserName(to.local);
     if (!account || account.state !== 'active') return 'unknown_recipient';
 
-    const handler = this.o.handlers.match(account.id, message);
-    // Delivered only to a tab this node holds right now; a tab that went away means: store it.
-    if (handler && this.o.hub.isLocal(handler.tabId)) {
+    const handler = this.o.handlers.match(account.id, message, this.o.isConnected);
+    const stored = { accountId: account.id, from: message.from, to: message.to, type: message.type, content: message.xml, createdAt: this.o.clock.now() };
+    // Delivered only to a live tab of the session that registered the handler; otherwise stored.
+    if (handler) {
       const data: RoutedMessageData = {
         from: message.from,
         to: message.to,
@@ -72,15 +77,25 @@ export class MessageRouter {
         element: message.element ?? null,
         xml: message.xml,
       };
-      await this.o.hub.deliver(handler.tabId, { type: handler.fn, data });
+      // If the tab cannot take it after all (it died meanwhile, overflow, age), the hub hands it back for storing.
+      await this.o.delivery.deliver(handler.address, { type: handler.fn, data }, { kind: 'agent-message', ...stored });
       return 'delivered';
     }
-    const stored = await this.o.messages.append(
-      { accountId: account.id, from: message.from, to: message.to, type: message.type, content: message.xml, createdAt: this.o.clock.now() },
-      this.o.quota,
-    );
-    if (!stored) this.o.log.warn({ account: account.userName }, 'message refused: the account\'s message store is full');
-    return stored ? 'stored' : 'quota_full';
+    const appended = await this.o.messages.append(stored, this.o.quota);
+    if (!appended) this.o.log.warn({ account: account.userName }, 'message refused: the account\'s message store is full');
+    return appended ? 'stored' : 'quota_full';
+  }
+
+  /**
+   * Stores a routed message its tab could not take (the hub's fallback): nothing is lost because a
+   * browser crashed, a network dropped or a buffer overflowed. Past the account's quota it is
+   * dropped and logged, as a new message would be refused.
+   */
+  async storeUndelivered(fallback: DeliveryFallback): Promise<void> {
+    const { kind: _kind, ...message } = fallback;
+    if (!(await this.o.messages.append(message, this.o.quota))) {
+      this.o.log.warn({ accountId: message.accountId }, 'undelivered message dropped: the account\'s message store is full');
+    }
   }
 
   private async accountByUserName(userName: string): Promise<Account | undefined> {

@@ -1,14 +1,33 @@
+import type { TabAddress } from '../hub/address.js';
 import type { TabEvent } from '../protocol/frames.js';
 
+/**
+ * Where an event goes when it cannot reach its tab (no live connection, buffer overflow or age):
+ * plain data, so it travels on any bus. Events without one are simply lost after their bounds
+ * (SPEC.md "Events" rule 1: browser delivery is not durable).
+ */
+export interface DeliveryFallback {
+  /** An XMPP message routed to a handler: stored for the account's PopMessages instead. */
+  kind: 'agent-message';
+  accountId: string;
+  from: string;
+  to: string;
+  type: string;
+  /** The whole stanza as XML. */
+  content: string;
+  createdAt: number;
+}
+
 /** Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively. */
-export type BusMessage = { kind: 'deliver'; tabId: string; event: TabEvent };
+export type BusMessage = { kind: 'deliver'; to: TabAddress; event: TabEvent; fallback?: DeliveryFallback };
 
 export type BusHandler = (message: BusMessage) => void;
 
 /**
- * Carries messages to every subscribed hub (ARCHITECTURE.md §1 "One delivery path").
+ * Carries messages to every subscribed hub (docs/events.md "One delivery path").
  * Guarantees: at-most-once per subscriber; messages published by one publisher reach a
- * subscriber in publish order.
+ * subscriber in publish order; a subscriber that throws affects neither the publisher nor the
+ * other subscribers.
  */
 export interface Bus {
   publish(message: BusMessage): Promise<void>;

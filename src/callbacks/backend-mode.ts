@@ -2,7 +2,7 @@ import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import type { QuickLoginResult } from '../protocol/events.js';
 import type { BackendMode } from '../quicklogin/quicklogin.js';
-import type { CallbackStore, LoginCode, ServiceRegistrationStore } from '../store/stores.js';
+import type { Callback, LoginCode, ServiceRegistrationStore } from '../store/stores.js';
 import type { CallbackDeliverer } from './deliverer.js';
 import type { BackendRegistrations } from './registrations.js';
 
@@ -13,7 +13,6 @@ import type { BackendRegistrations } from './registrations.js';
 export function backendMode(o: {
   registrations: BackendRegistrations;
   services: ServiceRegistrationStore;
-  callbacks: CallbackStore;
   deliverer: CallbackDeliverer;
   clock: Clock;
   /** How long a callback is retried after the signature. */
@@ -23,17 +22,17 @@ export function backendMode(o: {
     async check(serviceId) {
       await o.registrations.current(serviceId);
     },
-    async enqueue(record: LoginCode, result: QuickLoginResult) {
+    async prepare(record: LoginCode, result: QuickLoginResult): Promise<Callback> {
       // The registration was valid when the code was issued; its callback still gets the result
       // even if the registration lapsed since (the person signed in time).
       const registration = await o.services.get(record.serviceId);
       if (!registration) throw new TabwireError('service_not_registered', `serviceId "${record.serviceId}" is not registered`);
       const now = o.clock.now();
-      const id = `msg_${record.code}`;
-      const inserted = await o.deliverer.enqueue({
-        id,
+      return {
+        id: `msg_${record.code}`,
         serviceId: registration.serviceId,
         tabId: record.tabId,
+        tabSession: record.tabId === '' ? null : record.sessionHash,
         url: registration.callbackUrl,
         body: JSON.stringify({ ...result, SessionId: registration.sessionId, ServiceId: registration.serviceId }),
         webhookSecret: registration.webhookSecret,
@@ -44,12 +43,10 @@ export function backendMode(o: {
         lastError: null,
         createdAt: now,
         deliveredAt: null,
-      });
-      if (!inserted) throw new TabwireError('code_already_used');
-      return id;
+      };
     },
-    async withdraw(callbackId) {
-      await o.callbacks.remove(callbackId);
+    settleWith(callback, settle) {
+      return o.deliverer.storeAndAttempt(callback, settle);
     },
   };
 }

@@ -2,16 +2,16 @@ import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Agent, request } from 'undici';
 import type { Clock } from '../clock.js';
-import type { Hub } from '../hub/hub.js';
+import type { Delivery } from '../hub/delivery.js';
 import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
-import type { Callback, CallbackStore } from '../store/stores.js';
+import type { Callback, CallbackStore, CallbackToStore } from '../store/stores.js';
 import { checkCallbackUrl, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
 
 export interface DelivererOptions {
   callbacks: CallbackStore;
-  hub: Hub;
+  delivery: Delivery;
   clock: Clock;
   log: Logger;
   metrics: Metrics;
@@ -81,28 +81,35 @@ export class CallbackDeliverer {
    * pass claims it. Returns false when a callback with that id exists already.
    */
   async enqueue(callback: Callback): Promise<boolean> {
-    if (this.direct >= DIRECT_LIMIT) {
-      const inserted = await this.o.callbacks.insert(callback);
-      if (inserted) this.kick();
-      return inserted;
-    }
-    this.direct++;
-    let inserted = false;
+    return this.storeAndAttempt(callback, (c) => this.o.callbacks.insert(c.callback, c.leaseUntil));
+  }
+
+  /**
+   * Like `enqueue`, with the write done by `save` (backend mode: in the transaction that settles the
+   * code). Nothing is attempted unless `save` says it stored the callback.
+   */
+  async storeAndAttempt(callback: Callback, save: (toStore: CallbackToStore) => Promise<boolean>): Promise<boolean> {
+    const direct = this.direct < DIRECT_LIMIT;
+    if (direct) this.direct++;
+    let stored = false;
     try {
-      inserted = await this.o.callbacks.insert(callback, this.o.clock.now() + this.leaseMs);
+      stored = await save(direct ? { callback, leaseUntil: this.o.clock.now() + this.leaseMs } : { callback });
     } finally {
-      if (!inserted) this.direct--;
+      if (direct && !stored) this.direct--;
     }
-    if (inserted) {
-      const attempt = this.attempt(callback)
-        .catch((err: unknown) => this.o.log.error({ err, webhookId: callback.id }, 'callback attempt failed'))
-        .finally(() => {
-          this.direct--;
-          this.inFlight.delete(attempt);
-        });
-      this.inFlight.add(attempt);
+    if (!stored) return false;
+    if (!direct) {
+      this.kick();
+      return true;
     }
-    return inserted;
+    const attempt = this.attempt(callback)
+      .catch((err: unknown) => this.o.log.error({ err, webhookId: callback.id }, 'callback attempt failed'))
+      .finally(() => {
+        this.direct--;
+        this.inFlight.delete(attempt);
+      });
+    this.inFlight.add(attempt);
+    return true;
   }
 
   /** Runs a pass over due callbacks (coalesced: a kick during a pass runs one more pass). */
@@ -146,7 +153,10 @@ export class CallbackDeliverer {
       case 'delivered':
         if (await this.o.callbacks.markDelivered(callback.id, this.o.clock.now())) {
           this.o.metrics.callbackDelivered.inc();
-          if (callback.tabId !== '') await this.o.hub.deliver(callback.tabId, { type: EventTypes.SignatureReceivedBE, data: '' });
+          // Only the session that asked for the code hears it (docs/events.md).
+          if (callback.tabId !== '' && callback.tabSession !== null) {
+            await this.o.delivery.deliver({ tabId: callback.tabId, session: callback.tabSession }, { type: EventTypes.SignatureReceivedBE, data: '' });
+          }
         }
         return;
       case 'gone':

@@ -15,6 +15,7 @@ export type PollAnswer =
  * for the tab's next poll.
  */
 export class LongPollConnection implements TabConnection {
+  readonly transport = 'long-poll';
   private done = false;
 
   constructor(
@@ -23,8 +24,13 @@ export class LongPollConnection implements TabConnection {
     private readonly writable: () => boolean,
   ) {}
 
+  /** False once answered, or once the client went away (so a Register finishing after that attaches nothing). */
+  get open(): boolean {
+    return !this.done && this.writable();
+  }
+
   send(frames: readonly EventFrame[]): boolean {
-    if (this.done || !this.writable()) return false;
+    if (!this.open) return false;
     this.finish({ kind: 'events', frames });
     return true;
   }

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { closeCodes } from '../errors.js';
+import type { TabAddress } from '../hub/address.js';
 import type { TabConnection } from '../hub/connection.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
@@ -14,10 +15,16 @@ export interface WebSocketChannelOptions {
 
 /** A WebSocket as the hub sees it: frames out as JSON text, one message per event. */
 class WebSocketConnection implements TabConnection {
+  readonly transport = 'websocket';
+
   constructor(private readonly socket: WebSocket) {}
 
+  get open(): boolean {
+    return this.socket.readyState === this.socket.OPEN;
+  }
+
   send(frames: readonly EventFrame[]): boolean {
-    if (this.socket.readyState !== this.socket.OPEN) return false;
+    if (!this.open) return false;
     for (const frame of frames) this.socket.send(JSON.stringify(frame));
     return true;
   }
@@ -28,13 +35,14 @@ class WebSocketConnection implements TabConnection {
 }
 
 /**
- * Serves one accepted `/ClientEventsWS` socket (SPEC.md "Client event messages"): Register binds
- * the tab to the session, Ping keeps it alive, Unregister forgets it. Anything else closes the
- * socket with a documented code (errors.ts `closeCodes`).
+ * Serves one accepted `/ClientEventsWS` socket (docs/events.md): Register binds the tab to the
+ * session, Ping keeps it alive, Unregister lets it go. Anything else closes the socket with a
+ * documented code (errors.ts `closeCodes`).
  */
-export function serveWebSocket(socket: WebSocket, sessionHash: string, o: WebSocketChannelOptions, alive: () => void): void {
+export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketChannelOptions, alive: () => void): void {
   const connection = new WebSocketConnection(socket);
-  let tabId: string | undefined;
+  /** The tab this socket registered (or is registering: a close during Register must still detach it). */
+  let address: TabAddress | undefined;
 
   // Frames are handled one at a time so a Register finishes before the next frame is looked at.
   let queue = Promise.resolve();
@@ -51,23 +59,26 @@ export function serveWebSocket(socket: WebSocket, sessionHash: string, o: WebSoc
     if (!frame) return socket.close(closeCodes.frameInvalid, 'frame_invalid');
     switch (frame.cmd) {
       case 'Register': {
-        if (tabId !== undefined && tabId !== frame.tabId) return socket.close(closeCodes.frameInvalid, 'tab_already_registered');
-        const outcome = await o.registry.register(frame.tabId, sessionHash, connection, frame.lastEventId);
+        if (address !== undefined && address.tabId !== frame.tabId) return socket.close(closeCodes.frameInvalid, 'tab_already_registered');
+        const outcome = await o.registry.register(frame.tabId, session, connection, frame.lastEventId);
         if (outcome === 'conflict') return socket.close(closeCodes.tabSessionMismatch, 'tab_session_mismatch');
-        tabId = frame.tabId;
+        if (outcome === 'too_many_tabs') return socket.close(closeCodes.tabLimitReached, 'tab_limit_reached');
+        address = { tabId: frame.tabId, session };
+        // The socket may have closed while the Register was in the store: the hub must not keep it.
+        if (!connection.open) o.hub.detach(address, connection);
         return;
       }
       case 'Ping':
-        if (tabId !== undefined) o.hub.touch(tabId);
+        if (address !== undefined) o.hub.touch(address);
         return;
       case 'Unregister':
-        if (tabId !== undefined) await o.registry.unregister(tabId);
-        tabId = undefined;
+        if (address !== undefined) o.registry.unregister(address);
+        address = undefined;
         return;
     }
   }
 
   socket.on('close', () => {
-    if (tabId !== undefined) o.hub.detach(tabId, connection);
+    if (address !== undefined) o.hub.detach(address, connection);
   });
 }

@@ -35,6 +35,12 @@ export const ConfigSchema = Type.Object(
     outboxLimit: Type.Integer({ default: 100, minimum: 1, maximum: 10_000 }),
     /** ...and none older than this. */
     outboxMaxAgeSeconds: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
+    /** Tabs one session (one browser) may hold at once; more Registers are refused until idle ones are let go. */
+    tabsPerSession: Type.Integer({ default: 100, minimum: 1, maximum: 100_000 }),
+    /** Event handlers (RegisterEventHandler selectors) one tab may carry. */
+    handlersPerTab: Type.Integer({ default: 32, minimum: 1, maximum: 10_000 }),
+    /** A tab binding no live connection has refreshed for this long (left by a stopped process) is deleted. */
+    tabBindingRetentionSeconds: Type.Integer({ default: 600, minimum: 120, maximum: 86_400 }),
     /** PEM certificate chain and key files: when both are set the service serves HTTPS itself. */
     tlsCertFile: Type.Optional(Type.String({ minLength: 1 })),
     tlsKeyFile: Type.Optional(Type.String({ minLength: 1 })),

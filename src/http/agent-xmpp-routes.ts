@@ -41,15 +41,19 @@ export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOp
     async (request) => {
       const body = request.body as { localName?: string; namespace?: string; type?: string; function?: string; tabId: string };
       // Only the page that owns the tab may give it handlers: it must send the tab's session cookie too.
+      // The handler belongs to that session's tab: a session that takes the tab id later inherits none.
       const sessionId = sessionIdOf(request);
       const owner = await o.tabs.sessionOf(body.tabId);
-      if (owner === undefined || !o.hub.isLocal(body.tabId)) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
+      if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
       if (sessionId === undefined || hashSession(sessionId) !== owner) {
         throw new TabwireError('tab_session_mismatch', 'Send the tab\'s session cookie with the request (credentials: "include")');
       }
+      const address = { tabId: body.tabId, session: owner };
+      if (!o.hub.holds(address)) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
       const selector = { localName: body.localName || null, namespace: body.namespace || null, type: body.type || null };
-      const outcome = o.handlers.register(request.agent!.accountId, body.tabId, selector, body.function ?? '');
+      const outcome = o.handlers.register(request.agent!.accountId, address, selector, body.function ?? '');
       if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');
+      if (outcome === 'too_many_handlers') throw new TabwireError('handler_limit_reached');
       return {};
     },
   );

@@ -18,6 +18,8 @@ export interface EventsRoutesOptions {
   allowedOrigins: readonly string[];
   cookies: CookiePolicy;
   longPollHoldMs: number;
+  /** Told to a session refused for holding too many tabs: when idle ones will have been let go. */
+  tabIdleSeconds: number;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -74,6 +76,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     }
     const newSession = sessionIdOf(request) === undefined;
     const sessionHash = ensureSession(request, reply, o.cookies);
+    const address = { tabId, session: sessionHash };
     reply.header('cache-control', 'no-store');
 
     let connection!: LongPollConnection;
@@ -85,8 +88,8 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
       reply.raw.on('close', () => connection.close(0, 'client_gone'));
       registry.register(tabId, sessionHash, connection, lastEventId).then(
         (outcome) => {
-          if (outcome === 'conflict') return connection.close(0, 'tab_session_mismatch');
-          hub.touch(tabId);
+          if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
+          hub.touch(address);
           // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
           // QR requests now, not after the hold time. The client polls again immediately.
           if (newSession) connection.send([]);
@@ -98,7 +101,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
       );
     });
     clearTimeout(timer);
-    hub.detach(tabId, connection);
+    hub.detach(address, connection);
     switch (answer.kind) {
       case 'events':
         return reply.send(answer.frames);
@@ -106,6 +109,9 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
         return reply.send([{ type: 'NOP' }]);
       case 'superseded':
         if (answer.reason === 'tab_session_mismatch') return sendProblem(reply, new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`), request.url);
+        if (answer.reason === 'tab_limit_reached') {
+          return sendProblem(reply, new TabwireError('tab_limit_reached', undefined, { retryAfter: o.tabIdleSeconds }), request.url);
+        }
         if (answer.reason === 'internal_error') return sendProblem(reply, new TabwireError('internal_error'), request.url);
         return sendProblem(reply, new TabwireError('poll_superseded', `This poll was answered because ${answer.reason === 'replaced' ? 'a newer connection of the tab took over' : answer.reason}`), request.url);
     }

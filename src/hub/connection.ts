@@ -5,6 +5,10 @@ import type { EventFrame } from '../protocol/frames.js';
  * nothing of QuickLogin or XMPP; everything they carry comes from the hub.
  */
 export interface TabConnection {
+  /** Which transport: a long-poll tab is between requests most of the time and still counts as live. */
+  readonly transport: 'websocket' | 'long-poll';
+  /** False once the connection can never write again (socket closed, poll answered or abandoned). */
+  readonly open: boolean;
   /** Writes frames in order. Returns false when the connection can take no more (a long-poll already answered). */
   send(frames: readonly EventFrame[]): boolean;
   close(code: number, reason: string): void;

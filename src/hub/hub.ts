@@ -1,16 +1,37 @@
 import type { Logger } from 'pino';
-import type { Bus, BusMessage } from '../bus/bus.js';
+import type { Bus, BusMessage, DeliveryFallback } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import { closeCodes } from '../errors.js';
 import type { TabEvent } from '../protocol/frames.js';
+import { addressKey, type TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
-import { Outbox } from './outbox.js';
+import type { Delivery } from './delivery.js';
+import { Outbox, type UnsentEvent } from './outbox.js';
 
 interface LocalTab {
+  address: TabAddress;
   connection: TabConnection | undefined;
+  /** Transport of the latest connection: a long-poll tab between two polls is still live. */
+  transport: TabConnection['transport'] | undefined;
   outbox: Outbox;
-  /** Last sign of life: attach, ping, or a connection still open. */
+  /** Last sign of life: attach, ping, poll, detach, or an event waiting for the session to come back. */
   lastSeen: number;
+  /**
+   * False after Unregister, or for an entry made by an event whose tab had gone: its buffer waits
+   * for the same session to register the tab again, but nothing is written to it until then.
+   */
+  held: boolean;
+}
+
+/** Why an event left a tab unsent and without a fallback (metrics label). */
+export type DropReason = 'overflow' | 'expired' | 'forgotten';
+
+/** Running totals the hub reports as they happen (Prometheus counters, metrics.ts). */
+export interface HubCounters {
+  delivered(): void;
+  dropped(reason: DropReason, n: number): void;
+  /** Events handed to their fallback (stored for PopMessages) instead of being dropped. */
+  fellBack(n: number): void;
 }
 
 export interface HubOptions {
@@ -21,129 +42,217 @@ export interface HubOptions {
   outboxMaxAgeMs: number;
   /** A tab with no connection and no sign of life for this long is forgotten. */
   tabIdleMs: number;
-  /** Called when a tab is forgotten, so its registration can be removed from the store. */
-  onForget?: (tabId: string) => void;
+  /** A long-poll tab counts as connected for this long after its last poll was answered. */
+  longPollGapMs: number;
+  /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
+  maxTabsPerSession: number;
+  counters?: HubCounters;
+  /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
+  onFallback: (fallback: DeliveryFallback) => void;
+  /** The session let the tab go (Unregister): its binding and handlers go now, its buffer later. */
+  onRelease?: (address: TabAddress) => void;
+  /** The tab is forgotten: remove what hangs on it (binding, handlers). */
+  onForget?: (address: TabAddress) => void;
 }
 
-/** Counters exposed as metrics. */
-export interface HubStats {
+/** Gauges of this node's tabs. */
+export interface HubSnapshot {
   tabs: number;
   connected: number;
-  delivered: number;
-  droppedUnknownTab: number;
-  overflowed: number;
-  expiredUnsent: number;
 }
 
+export type AttachOutcome = 'attached' | 'too_many_tabs';
+
 /**
- * The local hub: live tabs of this node only (ARCHITECTURE.md §1). Domain code reaches a browser
- * through `deliver` alone, which always goes through the bus, so one node and a cluster run the
- * same path; the node that holds the tab writes it.
+ * The local hub: live tabs of this node only. Domain code reaches a browser through `deliver`
+ * alone, which always goes through the bus, so one node and a cluster run the same path; the node
+ * that holds the tab writes it. Tabs are kept per address (tab id and session), so an event only
+ * ever reaches the session it was addressed to (docs/events.md).
  */
-export class Hub {
+export class Hub implements Delivery {
   private readonly tabs = new Map<string, LocalTab>();
+  /** session -> number of its entries, for the per-session bound. */
+  private readonly perSession = new Map<string, number>();
   private readonly unsubscribe: () => void;
-  private readonly stats = { delivered: 0, droppedUnknownTab: 0, overflowed: 0, expiredUnsent: 0 };
 
-  constructor(private readonly options: HubOptions) {
-    this.unsubscribe = options.bus.subscribe((message) => this.onBusMessage(message));
-  }
-
-  /** Sends an event to a tab wherever it is connected. At-most-once per event id; order kept per tab. */
-  async deliver(tabId: string, event: TabEvent): Promise<void> {
-    await this.options.bus.publish({ kind: 'deliver', tabId, event });
+  constructor(private readonly o: HubOptions) {
+    this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
   }
 
   /**
-   * Makes `connection` the tab's live connection (a previous one is closed as replaced) and
-   * writes what the tab has missed. `lastEventId` is the last id the client says it saw.
+   * Sends an event to a tab of a session wherever it is connected. At-most-once per event id; order
+   * kept per address. With a `fallback`, an event that cannot be written to a live connection
+   * (none now, overflow, age) is handed to `onFallback` instead of being lost.
    */
-  attach(tabId: string, connection: TabConnection, lastEventId?: number): void {
-    const now = this.options.clock.now();
-    let tab = this.tabs.get(tabId);
+  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback): Promise<void> {
+    await this.o.bus.publish(fallback === undefined ? { kind: 'deliver', to, event } : { kind: 'deliver', to, event, fallback });
+  }
+
+  /**
+   * Makes `connection` the tab's live connection (a previous one is closed as replaced) and writes
+   * what the tab has missed. `lastEventId` is the last id the client says it saw. A connection
+   * that closed meanwhile (the client left during its Register) is not attached.
+   */
+  attach(address: TabAddress, connection: TabConnection, lastEventId?: number): AttachOutcome {
+    const now = this.o.clock.now();
+    let tab = this.tabs.get(addressKey(address));
     if (!tab) {
-      tab = { connection: undefined, outbox: new Outbox(this.options.outboxLimit, this.options.outboxMaxAgeMs, now * 1000), lastSeen: now };
-      this.tabs.set(tabId, tab);
+      if ((this.perSession.get(address.session) ?? 0) >= this.o.maxTabsPerSession) return 'too_many_tabs';
+      tab = this.create(address, now);
     }
+    tab.held = true;
+    tab.lastSeen = now;
+    if (!connection.open) return 'attached';
     const previous = tab.connection;
     tab.connection = connection;
-    tab.lastSeen = now;
+    tab.transport = connection.transport;
     if (previous && previous !== connection) previous.close(closeCodes.replaced, 'replaced');
     this.flush(tab, lastEventId);
+    return 'attached';
   }
 
   /** The connection went away; the tab stays (and buffers) until it is idle for tabIdleMs. */
-  detach(tabId: string, connection: TabConnection): void {
-    const tab = this.tabs.get(tabId);
+  detach(address: TabAddress, connection: TabConnection): void {
+    const tab = this.tabs.get(addressKey(address));
     if (tab?.connection !== connection) return;
     tab.connection = undefined;
-    tab.lastSeen = this.options.clock.now();
+    tab.lastSeen = this.o.clock.now();
   }
 
   /** A ping or poll: the tab is alive. */
-  touch(tabId: string): void {
-    const tab = this.tabs.get(tabId);
-    if (tab) tab.lastSeen = this.options.clock.now();
+  touch(address: TabAddress): void {
+    const tab = this.tabs.get(addressKey(address));
+    if (tab) tab.lastSeen = this.o.clock.now();
   }
 
-  /** The page said goodbye (Unregister): forget the tab now. */
-  forget(tabId: string): void {
-    if (this.tabs.delete(tabId)) this.options.onForget?.(tabId);
+  /**
+   * The page said goodbye (Unregister). The tab id is free for any session from now on; what is
+   * already addressed to this session waits in its buffer (within the usual bounds) in case the same
+   * session registers the tab again, as a reloading page does.
+   */
+  release(address: TabAddress): void {
+    const tab = this.tabs.get(addressKey(address));
+    if (!tab) return;
+    tab.connection = undefined;
+    tab.held = false;
+    tab.lastSeen = this.o.clock.now();
+    this.o.onRelease?.(address);
   }
 
-  isLocal(tabId: string): boolean {
-    return this.tabs.has(tabId);
+  /** Whether the session holds the tab here (registered, not released). */
+  holds(address: TabAddress): boolean {
+    return this.tabs.get(addressKey(address))?.held === true;
+  }
+
+  /** Whether an event for the address would be written to a connection now (or, for long-poll, at the next poll). */
+  isConnected(address: TabAddress): boolean {
+    const tab = this.tabs.get(addressKey(address));
+    if (!tab?.held) return false;
+    if (tab.connection?.open) return true;
+    return tab.transport === 'long-poll' && this.o.clock.now() - tab.lastSeen < this.o.longPollGapMs;
   }
 
   /** Forgets idle tabs and expires old buffered events. Called on a timer and by tests with a moved clock. */
   sweep(): void {
-    const now = this.options.clock.now();
-    for (const [tabId, tab] of this.tabs) {
-      this.stats.expiredUnsent += tab.outbox.expire(now);
-      if (!tab.connection && now - tab.lastSeen >= this.options.tabIdleMs) this.forget(tabId);
-    }
-  }
-
-  snapshot(): HubStats {
-    let connected = 0;
-    let overflowed = this.stats.overflowed;
+    const now = this.o.clock.now();
     for (const tab of this.tabs.values()) {
-      if (tab.connection) connected++;
-      overflowed += tab.outbox.overflowed;
+      this.settleUnsent(tab.outbox.expire(now), 'expired');
+      if (!tab.connection?.open && now - tab.lastSeen >= this.o.tabIdleMs) this.forget(tab);
     }
-    return { ...this.stats, overflowed, tabs: this.tabs.size, connected };
   }
 
-  /** Closes every connection (shutdown). */
+  snapshot(): HubSnapshot {
+    let connected = 0;
+    for (const tab of this.tabs.values()) if (tab.connection?.open) connected++;
+    return { tabs: this.tabs.size, connected };
+  }
+
+  /** Tab ids this node holds for their session (their bindings are refreshed in the store). */
+  heldTabIds(): string[] {
+    const ids: string[] = [];
+    for (const tab of this.tabs.values()) if (tab.held) ids.push(tab.address.tabId);
+    return ids;
+  }
+
+  /** Closes every connection (shutdown); buffered events with a fallback are handed to it. */
   close(): void {
     this.unsubscribe();
-    for (const tab of this.tabs.values()) tab.connection?.close(closeCodes.goingAway, 'shutdown');
+    for (const tab of this.tabs.values()) {
+      tab.connection?.close(closeCodes.goingAway, 'shutdown');
+      this.settleUnsent(tab.outbox.drain(), 'forgotten');
+    }
     this.tabs.clear();
+    this.perSession.clear();
+  }
+
+  private create(address: TabAddress, now: number): LocalTab {
+    const tab: LocalTab = {
+      address,
+      connection: undefined,
+      transport: undefined,
+      outbox: new Outbox(this.o.outboxLimit, this.o.outboxMaxAgeMs, now * 1000),
+      lastSeen: now,
+      held: false,
+    };
+    this.tabs.set(addressKey(address), tab);
+    this.perSession.set(address.session, (this.perSession.get(address.session) ?? 0) + 1);
+    return tab;
+  }
+
+  private forget(tab: LocalTab): void {
+    const key = addressKey(tab.address);
+    if (this.tabs.get(key) !== tab) return;
+    this.tabs.delete(key);
+    const left = (this.perSession.get(tab.address.session) ?? 1) - 1;
+    if (left > 0) this.perSession.set(tab.address.session, left);
+    else this.perSession.delete(tab.address.session);
+    this.settleUnsent(tab.outbox.drain(), 'forgotten');
+    this.o.onForget?.(tab.address);
   }
 
   private onBusMessage(message: BusMessage): void {
     switch (message.kind) {
       case 'deliver':
-        return this.deliverLocal(message.tabId, message.event);
+        return this.deliverLocal(message.to, message.event, message.fallback);
     }
   }
 
-  private deliverLocal(tabId: string, event: TabEvent): void {
-    const tab = this.tabs.get(tabId);
-    if (!tab) {
-      // Not held here: in a cluster another node holds it; on one node the tab is gone.
-      this.stats.droppedUnknownTab++;
+  private deliverLocal(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined): void {
+    if (fallback && !this.isConnected(to)) {
+      // Nobody to write it to now: straight to the durable store rather than into a dead tab's buffer.
+      this.o.onFallback(fallback);
+      this.o.counters?.fellBack(1);
       return;
     }
-    tab.outbox.push(event, this.options.clock.now());
-    this.stats.delivered++;
+    const now = this.o.clock.now();
+    let tab = this.tabs.get(addressKey(to));
+    if (!tab) {
+      if ((this.perSession.get(to.session) ?? 0) >= this.o.maxTabsPerSession) return this.o.counters?.dropped('overflow', 1);
+      // The tab went away (reload, idle): keep the event for the same session's return, within the usual bounds.
+      tab = this.create(to, now);
+    }
+    this.settleUnsent(tab.outbox.push(event, now, fallback), 'overflow');
+    this.o.counters?.delivered();
     this.flush(tab);
   }
 
   private flush(tab: LocalTab, afterId?: number): void {
-    if (!tab.connection) return;
-    const frames = tab.outbox.pending(this.options.clock.now(), afterId);
+    if (!tab.held || !tab.connection?.open) return;
+    this.settleUnsent(tab.outbox.expire(this.o.clock.now()), 'expired');
+    const frames = tab.outbox.pending(afterId);
     if (frames.length === 0) return;
     if (tab.connection.send(frames)) tab.outbox.markSent(frames);
+  }
+
+  /** Events that left a buffer unsent: to their fallback when they have one, else counted as dropped. */
+  private settleUnsent(events: UnsentEvent[], reason: DropReason): void {
+    if (events.length === 0) return;
+    let dropped = 0;
+    for (const { fallback } of events) {
+      if (fallback) this.o.onFallback(fallback);
+      else dropped++;
+    }
+    if (events.length > dropped) this.o.counters?.fellBack(events.length - dropped);
+    if (dropped > 0) this.o.counters?.dropped(reason, dropped);
   }
 }

@@ -1,7 +1,10 @@
 import type { Clock } from '../clock.js';
 import type { TabStore } from '../store/stores.js';
+import type { TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
 import type { Hub } from './hub.js';
+
+export type RegisterOutcome = 'ok' | 'conflict' | 'too_many_tabs';
 
 /**
  * Registration of tabs: binds a tab to the session that first registers it (stored, so any node
@@ -14,15 +17,20 @@ export class TabRegistry {
     private readonly clock: Clock,
   ) {}
 
-  /** Returns 'conflict' without attaching when the tab belongs to another session. */
-  async register(tabId: string, sessionHash: string, connection: TabConnection, lastEventId?: number): Promise<'ok' | 'conflict'> {
-    if ((await this.tabs.bind(tabId, sessionHash, this.clock.now())) === 'conflict') return 'conflict';
-    this.hub.attach(tabId, connection, lastEventId);
-    return 'ok';
+  /**
+   * 'conflict' without attaching when the tab belongs to another session; 'too_many_tabs' when the
+   * session holds its limit of tabs already (the new binding is taken back).
+   */
+  async register(tabId: string, session: string, connection: TabConnection, lastEventId?: number): Promise<RegisterOutcome> {
+    const bound = await this.tabs.bind(tabId, session, this.clock.now());
+    if (bound === 'conflict') return 'conflict';
+    if (this.hub.attach({ tabId, session }, connection, lastEventId) === 'attached') return 'ok';
+    if (bound === 'created') await this.tabs.remove(tabId, session);
+    return 'too_many_tabs';
   }
 
-  /** The page is going away for good: drop the tab here and in the store. */
-  async unregister(tabId: string): Promise<void> {
-    this.hub.forget(tabId);
+  /** The page is going away (Unregister): the tab id is free again; see Hub.release. */
+  unregister(address: TabAddress): void {
+    this.hub.release(address);
   }
 }

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
-import type { Hub } from '../hub/hub.js';
+import type { Delivery } from '../hub/delivery.js';
 import { maySign, type Identity } from '../identity/identity.js';
 import { verifyEd25519 } from '../identity/keys.js';
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
-import type { LoginCode, Store } from '../store/stores.js';
+import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import { encodeQr, qrSizeFor } from './qr-matrix.js';
@@ -28,7 +28,7 @@ export interface QrRequest {
   attachmentFilter?: string;
 }
 
-/** Who asked: the session cookie (hashed) and the page's Origin, both bound to the code. */
+/** Who asked: the session cookie (hashed, null without one) and the page's Origin, both bound to the code. */
 export interface Caller {
   sessionHash: string | null;
   origin: string | null;
@@ -62,15 +62,19 @@ export interface Signature {
 export interface BackendMode {
   /** Checks a QR request's serviceId: 404 unknown, 410 expired. */
   check(serviceId: string): Promise<void>;
-  /** Stores the callback for an approved code; returns its id. 409 when the code has one already. */
-  enqueue(record: LoginCode, result: QuickLoginResult): Promise<string>;
-  /** Takes back a callback whose code could not be settled. */
-  withdraw(callbackId: string): Promise<void>;
+  /** The callback an approved code's result becomes (not stored yet). 404 when the registration is gone. */
+  prepare(record: LoginCode, result: QuickLoginResult): Promise<Callback>;
+  /**
+   * Runs `settle`, which stores the callback in the transaction that settles the code, and attempts
+   * it once stored. Resolves with what `settle` resolved: false means the code was not settled and
+   * no callback exists.
+   */
+  settleWith(callback: Callback, settle: (toStore: CallbackToStore) => Promise<boolean>): Promise<boolean>;
 }
 
 export interface QuickLoginOptions {
   store: Store;
-  hub: Hub;
+  delivery: Delivery;
   clock: Clock;
   signer: ServerSigner;
   log: Logger;
@@ -97,16 +101,19 @@ export class QuickLogin {
     return `${this.o.publicBaseUrl}/QuickLogin/Sign/${code}`;
   }
 
-  /** Issues a fresh single-use code bound to tab, session, origin, purpose and filters. */
+  /**
+   * Issues a fresh single-use code bound to tab, session, origin, purpose and filters. The code
+   * records the session that holds the tab now: its result goes to that session's tab only.
+   */
   async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse> {
     if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
-    if (request.tab !== '') await this.checkTab(request.tab, caller);
+    const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
     const now = this.o.clock.now();
     const code = newCode();
     const record: LoginCode = {
       code,
       tabId: request.tab,
-      sessionHash: caller.sessionHash,
+      sessionHash,
       origin: caller.origin,
       purpose: request.purpose,
       propertyFilter: request.propertyFilter ?? null,
@@ -124,11 +131,14 @@ export class QuickLogin {
     return this.render(request.mode, code);
   }
 
-  private async checkTab(tab: string, caller: Caller): Promise<void> {
+  /** The session a QR request's tab belongs to, checked against the caller; the code's result goes there. */
+  private async tabSession(tab: string, caller: Caller): Promise<string> {
     if (caller.sessionHash === null && this.o.allowCookielessQrRequests && caller.origin !== null) {
-      // Compatibility switch (docs/events.md): the Origin was checked against the allowlist; the tab must still exist.
-      if ((await this.o.store.tabs.sessionOf(tab)) === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
-      return;
+      // Compatibility switch (docs/events.md): the Origin was checked against the allowlist; the tab must still exist,
+      // and its result goes to the session holding it now, never to one that takes the tab id later.
+      const owner = await this.o.store.tabs.sessionOf(tab);
+      if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
+      return owner;
     }
     if (caller.sessionHash === null) {
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
@@ -136,6 +146,7 @@ export class QuickLogin {
     const owner = await this.o.store.tabs.sessionOf(tab);
     if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
     if (owner !== caller.sessionHash) throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
+    return owner;
   }
 
   private render(mode: QrMode, code: string): QrResponse {
@@ -200,22 +211,25 @@ export class QuickLogin {
     }
     const state = signature.decision === 'approve' ? 'approved' : 'rejected';
     const result = state === 'approved' ? await this.resultFor(record, identity, signature.signature) : undefined;
-    // Backend mode: the callback is stored before the code is settled, so an accepted signature is
-    // never lost; if the settle loses a race, the callback is taken back.
-    const callbackId = result && record.serviceId !== '' ? await this.o.backend.enqueue(record, result) : undefined;
-    if (!(await this.o.store.codes.settle(code, state, identity.id, now))) {
-      if (callbackId !== undefined) await this.o.backend.withdraw(callbackId);
+    const settle = (toStore?: CallbackToStore) => this.o.store.codes.settle(code, state, identity.id, now, toStore);
+    // Backend mode: the callback is stored in the transaction that settles the code, so it exists only for
+    // the one signature that won, and an accepted signature's callback is never lost.
+    const callback = result && record.serviceId !== '' ? await this.o.backend.prepare(record, result) : undefined;
+    const settled = callback ? await this.o.backend.settleWith(callback, settle) : await settle();
+    if (!settled) {
       // Lost a race with another signature, or expired meanwhile: report which.
       await this.usableCode(code);
       throw new TabwireError('code_already_used');
     }
-    this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callbackId !== undefined }, 'login code settled');
-    if (record.tabId === '') return { state };
-    if (result && callbackId === undefined) {
-      await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureReceived, data: result });
+    this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callback !== undefined }, 'login code settled');
+    if (record.tabId === '' || record.sessionHash === null) return { state };
+    // Only the session that asked for the code hears of it, even if another session holds the tab id now.
+    const to = { tabId: record.tabId, session: record.sessionHash };
+    if (result && !callback) {
+      await this.o.delivery.deliver(to, { type: EventTypes.SignatureReceived, data: result });
     } else if (!result) {
       const data: QuickLoginRejection = { Id: identity.id, Purpose: record.purpose };
-      await this.o.hub.deliver(record.tabId, { type: EventTypes.SignatureRejected, data });
+      await this.o.delivery.deliver(to, { type: EventTypes.SignatureRejected, data });
     }
     // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
     return { state };

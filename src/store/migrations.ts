@@ -134,6 +134,15 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('offline_messages_account').on('offline_messages').columns(['account_id', 'id']).execute();
     },
   },
+  '0005_session_addresses': {
+    async up(db: Kysely<any>) {
+      // Bindings no live connection refreshes any more are purged (docs/events.md "Tab bindings").
+      await db.schema.alterTable('tabs').addColumn('seen_at', 'bigint').execute();
+      await db.schema.createIndex('tabs_seen').on('tabs').columns(['seen_at']).execute();
+      // SignatureReceivedBE goes only to the session that asked for the code.
+      await db.schema.alterTable('callbacks').addColumn('tab_session', 'varchar(64)').execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

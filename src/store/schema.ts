@@ -6,6 +6,8 @@ export interface TabsTable {
   tab_id: string;
   session_hash: string;
   registered_at: number | string;
+  /** Last time a live connection was known to hold the binding; null until the first refresh. */
+  seen_at: number | string | null;
 }
 
 export interface CodesTable {
@@ -90,6 +92,8 @@ export interface CallbacksTable {
   id: string;
   service_id: string;
   tab_id: string;
+  /** Session hash of the tab that asked (null in rows written before sessions were recorded). */
+  tab_session: string | null;
   url: string;
   body: string;
   webhook_secret: string | null;

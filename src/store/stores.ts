@@ -8,6 +8,10 @@ export interface LoginCode {
   code: string;
   /** Empty when the request named no tab. */
   tabId: string;
+  /**
+   * The session the result is for: the session holding the tab when the code was issued (with a
+   * tab), else the caller's session if it sent one.
+   */
   sessionHash: string | null;
   origin: string | null;
   purpose: string;
@@ -29,19 +33,28 @@ export interface CodeStore {
   get(code: string): Promise<LoginCode | undefined>;
   /**
    * Moves a pending code that has not expired at `now` to `state`, atomically: of concurrent
-   * callers exactly one gets true (single-use codes).
+   * callers exactly one gets true (single-use codes). A `callback` (backend mode) is stored in the
+   * same transaction, so it exists if and only if this call settled the code.
    */
-  settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number): Promise<boolean>;
+  settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number, callback?: CallbackToStore): Promise<boolean>;
   /** Removes codes that expired before `before`; returns how many. */
   deleteExpired(before: number): Promise<number>;
 }
 
+/** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
+export type BindOutcome = 'created' | 'bound' | 'conflict';
+
 export interface TabStore {
   /** Binds an unbound tab to a session. Returns 'conflict' when it is bound to another session. */
-  bind(tabId: string, sessionHash: string, now: number): Promise<'bound' | 'conflict'>;
+  bind(tabId: string, sessionHash: string, now: number): Promise<BindOutcome>;
   /** The session hash a tab is bound to, if it is registered. */
   sessionOf(tabId: string): Promise<string | undefined>;
-  remove(tabId: string): Promise<void>;
+  /** Removes the binding only if it is still this session's (a late release never frees another session's tab). */
+  remove(tabId: string, sessionHash: string): Promise<void>;
+  /** Marks bindings as still held by a live connection at `now`. */
+  refresh(tabIds: readonly string[], now: number): Promise<void>;
+  /** Deletes bindings no live connection has refreshed since `before` (left by a stopped process); returns how many. */
+  purgeUnseen(before: number): Promise<number>;
 }
 
 export interface IdentityStore {
@@ -149,6 +162,8 @@ export interface Callback {
   serviceId: string;
   /** Tab to tell `SignatureReceivedBE` on success; empty when none. */
   tabId: string;
+  /** Session the tab belonged to when the code was issued: only it hears `SignatureReceivedBE`. */
+  tabSession: string | null;
   url: string;
   body: string;
   webhookSecret: string | null;
@@ -159,6 +174,12 @@ export interface Callback {
   lastError: string | null;
   createdAt: number;
   deliveredAt: number | null;
+}
+
+/** A callback to store with its code's settlement; `leaseUntil` when the storing node attempts it itself. */
+export interface CallbackToStore {
+  callback: Callback;
+  leaseUntil?: number;
 }
 
 export interface CallbackStore {

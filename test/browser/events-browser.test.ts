@@ -2,6 +2,7 @@ import { createServer, type Server } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { HOST_A, HOST_B, launchChromium, selfSignedCertificate } from '../helpers/browser.js';
+import { deliverToTab } from '../helpers/http.js';
 import { freePort, startService, type TestService } from '../helpers/service.js';
 
 // Real headless Chromium (Debian's) against a real tabwire on loopback.
@@ -67,9 +68,9 @@ describe('the demo page in Chromium', () => {
     });
     const tabId = await tabIdOf(page);
     for (const socket of service.app.websocketServer.clients) socket.terminate();
-    await service.app.tabwire.hub.deliver(tabId, { type: 'Probe', data: 'while-cut' });
+    await deliverToTab(service, tabId, { type: 'Probe', data: 'while-cut' });
     await page.waitForFunction(() => (window as any).probes.length >= 1, undefined, { timeout: 15_000 });
-    await service.app.tabwire.hub.deliver(tabId, { type: 'Probe', data: 'after' });
+    await deliverToTab(service, tabId, { type: 'Probe', data: 'after' });
     await page.waitForFunction(() => (window as any).probes.length >= 2);
     await page.waitForTimeout(500);
     expect(await page.evaluate(() => (window as any).probes)).toEqual(['while-cut', 'after']);
@@ -91,9 +92,9 @@ describe('the demo page in Chromium', () => {
     });
     const tabId = await tabIdOf(page);
     for (const type of ['window.pwned=true', 'alert(1)', 'constructor', '__proto__', 'toString', 'NOP;window.pwned=true']) {
-      await service.app.tabwire.hub.deliver(tabId, { type, data: 'x' });
+      await deliverToTab(service, tabId, { type, data: 'x' });
     }
-    await service.app.tabwire.hub.deliver(tabId, { type: 'Sentinel', data: 'done' });
+    await deliverToTab(service, tabId, { type: 'Sentinel', data: 'done' });
     await page.waitForFunction(() => (window as any).sentinel.length === 1);
     expect(await page.evaluate(() => (window as any).pwned)).toBeUndefined();
     expect(dialogs).toEqual([]);

@@ -35,3 +35,22 @@ export async function registered(service: TestService, tabId: string, ms = 3_000
     await new Promise((r) => setTimeout(r, 20));
   }
 }
+
+/**
+ * Delivers an event to the tab as bound now (its session looked up in the store), as a result
+ * for a code issued to that session would be addressed.
+ */
+export async function deliverToTab(service: TestService, tabId: string, event: { type: string; data: unknown }): Promise<void> {
+  const session = await service.store.tabs.sessionOf(tabId);
+  if (session === undefined) throw new Error(`tab ${tabId} is not bound`);
+  await service.app.tabwire.hub.deliver({ tabId, session }, event);
+}
+
+/** A counter's current value from the service's /metrics registry (0 when it has no such series yet). */
+export async function counter(service: TestService, name: string, labels: Record<string, string> = {}): Promise<number> {
+  const metric = service.app.tabwire.metrics.registry.getSingleMetric(name);
+  if (!metric) throw new Error(`no metric ${name}`);
+  const { values } = await metric.get();
+  const match = values.find((v) => Object.entries(labels).every(([k, want]) => v.labels[k] === want));
+  return match?.value ?? 0;
+}

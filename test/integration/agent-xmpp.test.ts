@@ -79,7 +79,11 @@ describe('event handlers and routing', () => {
   it('a message whose tab went away is stored, not lost', async () => {
     const tab = await openTab();
     await registerHandler('bob', tab, { function: 'Gone' });
-    service.app.tabwire.hub.forget(tab.tabId);
+    // The tab is forgotten: no connection for tabIdleSeconds (moved clock).
+    tab.close();
+    await tab.closed();
+    service.clock.advance(service.app.tabwire.config.tabIdleSeconds * 1000);
+    service.app.tabwire.hub.sweep();
     await sendXml('alice', 'bob', '<later xmlns="urn:l"/>');
     const popped = await pop('bob');
     expect(popped.body.messages.map((m: { content: string }) => m.content).join()).toContain('urn:l');

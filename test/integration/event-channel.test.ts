@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventFrame } from '../../src/protocol/frames.js';
-import { post, registered } from '../helpers/http.js';
+import { counter, deliverToTab, post, registered } from '../helpers/http.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { settle, TestTab } from '../helpers/tab.js';
 
@@ -29,7 +29,7 @@ async function poll(tabId: string | undefined, o: { cookie?: string; lastEventId
   return { status: response.status, body: await response.json(), cookie: response.headers.get('set-cookie')?.split(';')[0] };
 }
 
-const deliver = (tabId: string, n: number) => service.app.tabwire.hub.deliver(tabId, { type: 'Counter', data: n });
+const deliver = (tabId: string, n: number) => deliverToTab(service, tabId, { type: 'Counter', data: n });
 
 describe('long-poll /ClientEvents', () => {
   it('registers the tab on the first poll, answers it at once with the session cookie, and answers NOP when idle', async () => {
@@ -148,10 +148,10 @@ describe('the per-tab outbox across transports', () => {
     await registered(service, ws.tabId);
     ws.close();
     await settle(100);
-    const before = service.app.tabwire.hub.snapshot().overflowed;
+    const before = await counter(service, 'tabwire_events_dropped_total', { reason: 'overflow' });
     for (let n = 1; n <= 101; n++) await deliver(ws.tabId, n);
     await settle(50);
-    expect(service.app.tabwire.hub.snapshot().overflowed).toBe(before + 1);
+    expect(await counter(service, 'tabwire_events_dropped_total', { reason: 'overflow' })).toBe(before + 1);
     const answer = await poll(ws.tabId, { cookie: ws.cookie });
     expect(answer.body).toHaveLength(100);
     expect(answer.body[0].data).toBe(2);
@@ -165,10 +165,11 @@ describe('the per-tab outbox across transports', () => {
     await settle(100);
     service.clock.advance(59_000);
     service.app.tabwire.hub.sweep();
-    expect(service.app.tabwire.hub.isLocal(ws.tabId)).toBe(true);
+    const address = { tabId: ws.tabId, session: (await service.store.tabs.sessionOf(ws.tabId))! };
+    expect(service.app.tabwire.hub.holds(address)).toBe(true);
     service.clock.advance(1_000);
     service.app.tabwire.hub.sweep();
-    expect(service.app.tabwire.hub.isLocal(ws.tabId)).toBe(false);
+    expect(service.app.tabwire.hub.holds(address)).toBe(false);
     await settle(50);
     expect(await service.store.tabs.sessionOf(ws.tabId)).toBeUndefined();
     const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: '', tab: ws.tabId }, { cookie: ws.cookie });

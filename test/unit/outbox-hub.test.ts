@@ -1,9 +1,11 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
+import type { DeliveryFallback } from '../../src/bus/bus.js';
 import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { ManualClock } from '../../src/clock.js';
+import type { TabAddress } from '../../src/hub/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
-import { Hub } from '../../src/hub/hub.js';
+import { Hub, type DropReason } from '../../src/hub/hub.js';
 import { Outbox } from '../../src/hub/outbox.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 
@@ -11,6 +13,7 @@ class FakeConnection implements TabConnection {
   frames: EventFrame[] = [];
   closed: { code: number; reason: string } | undefined;
   open = true;
+  constructor(readonly transport: 'websocket' | 'long-poll' = 'websocket') {}
   send(frames: readonly EventFrame[]): boolean {
     if (!this.open) return false;
     this.frames.push(...frames);
@@ -24,47 +27,70 @@ class FakeConnection implements TabConnection {
 
 const tick = () => new Promise((r) => setTimeout(r, 0));
 
-function makeHub(clock = new ManualClock()) {
-  const forgotten: string[] = [];
+const A: TabAddress = { tabId: 'tab-1', session: 'session-a' };
+const B: TabAddress = { tabId: 'tab-1', session: 'session-b' };
+
+const fallback = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'a@b', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
+
+function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLimit?: number } = {}) {
+  const clock = o.clock ?? new ManualClock();
+  const forgotten: TabAddress[] = [];
+  const released: TabAddress[] = [];
+  const fellBack: DeliveryFallback[] = [];
+  const dropped: Partial<Record<DropReason, number>> = {};
   const hub = new Hub({
     bus: new MemoryBus(),
     clock,
     log: pino({ level: 'silent' }),
-    outboxLimit: 100,
+    outboxLimit: o.outboxLimit ?? 100,
     outboxMaxAgeMs: 60_000,
     tabIdleMs: 60_000,
-    onForget: (id) => forgotten.push(id),
+    longPollGapMs: 10_000,
+    maxTabsPerSession: o.maxTabsPerSession ?? 100,
+    onFallback: (f) => fellBack.push(f),
+    onForget: (a) => forgotten.push(a),
+    onRelease: (a) => released.push(a),
+    counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) },
   });
-  return { hub, clock, forgotten };
+  return { hub, clock, forgotten, released, fellBack, dropped };
 }
 
 describe('Outbox', () => {
-  it('numbers events in order and keeps only the newest `limit`, counting the overflow', () => {
+  it('numbers events in order and keeps only the newest `limit`, handing back what it pushed out unsent', () => {
     const outbox = new Outbox(100, 60_000);
-    for (let i = 1; i <= 101; i++) outbox.push({ type: 'E', data: i }, 0);
-    const pending = outbox.pending(0);
+    const pushedOut = [];
+    for (let i = 1; i <= 101; i++) pushedOut.push(...outbox.push({ type: 'E', data: i }, 0));
+    const pending = outbox.pending();
     expect(pending).toHaveLength(100);
     expect(pending[0]).toEqual({ type: 'E', data: 2, id: 2 });
     expect(pending.at(-1)!.id).toBe(101);
-    expect(outbox.overflowed).toBe(1);
+    expect(pushedOut.map((u) => u.frame.data)).toEqual([1]);
+  });
+
+  it('overflow of events already sent is not reported as unsent', () => {
+    const outbox = new Outbox(2, 60_000);
+    outbox.push({ type: 'A', data: null }, 0);
+    outbox.markSent(outbox.pending());
+    outbox.push({ type: 'B', data: null }, 0);
+    expect(outbox.push({ type: 'C', data: null }, 0)).toEqual([]);
   });
 
   it('resends after a given id, or only unsent frames without one', () => {
     const outbox = new Outbox(10, 60_000);
-    const a = outbox.push({ type: 'A', data: null }, 0);
-    outbox.markSent([a]);
+    outbox.push({ type: 'A', data: null }, 0);
+    outbox.markSent(outbox.pending());
     outbox.push({ type: 'B', data: null }, 0);
-    expect(outbox.pending(0).map((f) => f.type)).toEqual(['B']);
-    expect(outbox.pending(0, 0).map((f) => f.type)).toEqual(['A', 'B']);
-    expect(outbox.pending(0, 1).map((f) => f.type)).toEqual(['B']);
+    expect(outbox.pending().map((f) => f.type)).toEqual(['B']);
+    expect(outbox.pending(0).map((f) => f.type)).toEqual(['A', 'B']);
+    expect(outbox.pending(1).map((f) => f.type)).toEqual(['B']);
   });
 
   it('expires entries older than the age bound', () => {
     const outbox = new Outbox(10, 1_000);
     outbox.push({ type: 'old', data: null }, 0);
     outbox.push({ type: 'new', data: null }, 900);
-    expect(outbox.expire(1_500)).toBe(1);
-    expect(outbox.pending(1_500).map((f) => f.type)).toEqual(['new']);
+    expect(outbox.expire(1_500).map((u) => u.frame.type)).toEqual(['old']);
+    expect(outbox.pending().map((f) => f.type)).toEqual(['new']);
   });
 });
 
@@ -72,9 +98,9 @@ describe('Hub', () => {
   it('delivers through the bus to the attached connection, in order, with ids', async () => {
     const { hub } = makeHub();
     const conn = new FakeConnection();
-    hub.attach('tab-1', conn);
-    await hub.deliver('tab-1', { type: 'One', data: 1 });
-    await hub.deliver('tab-1', { type: 'Two', data: 2 });
+    hub.attach(A, conn);
+    await hub.deliver(A, { type: 'One', data: 1 });
+    await hub.deliver(A, { type: 'Two', data: 2 });
     await tick();
     expect(conn.frames.map(({ type, data }) => ({ type, data }))).toEqual([
       { type: 'One', data: 1 },
@@ -86,14 +112,16 @@ describe('Hub', () => {
   it('a tab forgotten and registered again numbers its events above every earlier id', async () => {
     const { hub, clock } = makeHub();
     const first = new FakeConnection();
-    hub.attach('tab-1', first);
-    for (let i = 0; i < 5; i++) await hub.deliver('tab-1', { type: 'E', data: i });
+    hub.attach(A, first);
+    for (let i = 0; i < 5; i++) await hub.deliver(A, { type: 'E', data: i });
     await tick();
-    hub.forget('tab-1');
-    clock.advance(1);
+    hub.detach(A, first);
+    clock.advance(60_000);
+    hub.sweep();
+    expect(hub.holds(A)).toBe(false);
     const second = new FakeConnection();
-    hub.attach('tab-1', second);
-    await hub.deliver('tab-1', { type: 'E', data: 'after' });
+    hub.attach(A, second);
+    await hub.deliver(A, { type: 'E', data: 'after' });
     await tick();
     expect(second.frames[0]!.id).toBeGreaterThan(first.frames.at(-1)!.id);
   });
@@ -101,45 +129,173 @@ describe('Hub', () => {
   it('buffers while detached and flushes once on the next attach', async () => {
     const { hub } = makeHub();
     const first = new FakeConnection();
-    hub.attach('tab-1', first);
-    hub.detach('tab-1', first);
-    await hub.deliver('tab-1', { type: 'Missed', data: null });
+    hub.attach(A, first);
+    hub.detach(A, first);
+    await hub.deliver(A, { type: 'Missed', data: null });
     await tick();
     const second = new FakeConnection();
-    hub.attach('tab-1', second);
+    hub.attach(A, second);
     expect(second.frames.map((f) => f.type)).toEqual(['Missed']);
     const third = new FakeConnection();
-    hub.attach('tab-1', third);
+    hub.attach(A, third);
     expect(third.frames).toEqual([]);
     expect(second.closed).toEqual({ code: 4409, reason: 'replaced' });
-  });
-
-  it('drops events for unknown tabs and counts them', async () => {
-    const { hub } = makeHub();
-    await hub.deliver('nobody', { type: 'X', data: null });
-    await tick();
-    expect(hub.snapshot().droppedUnknownTab).toBe(1);
   });
 
   it('forgets a tab with no connection after the idle time, not before', () => {
     const { hub, clock, forgotten } = makeHub();
     const conn = new FakeConnection();
-    hub.attach('tab-1', conn);
-    hub.detach('tab-1', conn);
+    hub.attach(A, conn);
+    hub.detach(A, conn);
     clock.advance(59_000);
     hub.sweep();
-    expect(hub.isLocal('tab-1')).toBe(true);
+    expect(hub.holds(A)).toBe(true);
     clock.advance(1_000);
     hub.sweep();
-    expect(hub.isLocal('tab-1')).toBe(false);
-    expect(forgotten).toEqual(['tab-1']);
+    expect(hub.holds(A)).toBe(false);
+    expect(forgotten).toEqual([A]);
   });
 
   it('keeps a connected tab however long it is quiet', () => {
     const { hub, clock } = makeHub();
-    hub.attach('tab-1', new FakeConnection());
+    hub.attach(A, new FakeConnection());
     clock.advance(10 * 60_000);
     hub.sweep();
-    expect(hub.isLocal('tab-1')).toBe(true);
+    expect(hub.holds(A)).toBe(true);
+  });
+});
+
+describe('Hub: results belong to the session that asked', () => {
+  it('an event for session A never reaches session B holding the same tab id after A released it', async () => {
+    const { hub, released } = makeHub();
+    const a = new FakeConnection();
+    hub.attach(A, a);
+    hub.release(A);
+    expect(released).toEqual([A]);
+    const b = new FakeConnection();
+    hub.attach(B, b);
+    await hub.deliver(A, { type: 'SignatureReceived', data: 'secret' });
+    await tick();
+    expect(b.frames).toEqual([]);
+    expect(a.frames).toEqual([]);
+    // A comes back (a reloading page registers its tab again) and gets what waited for it.
+    const again = new FakeConnection();
+    hub.attach(A, again);
+    expect(again.frames.map((f) => f.data)).toEqual(['secret']);
+  });
+
+  it('an event for a session whose tab was forgotten waits for that session only, within the idle bound', async () => {
+    const { hub, clock } = makeHub();
+    const a = new FakeConnection();
+    hub.attach(A, a);
+    hub.detach(A, a);
+    clock.advance(60_000);
+    hub.sweep();
+    await hub.deliver(A, { type: 'SignatureReceived', data: 'late' });
+    await tick();
+    const b = new FakeConnection();
+    hub.attach(B, b);
+    expect(b.frames).toEqual([]);
+    const back = new FakeConnection();
+    hub.attach(A, back);
+    expect(back.frames.map((f) => f.data)).toEqual(['late']);
+  });
+
+  it('a closed connection is not attached (the client left during its Register)', () => {
+    const { hub } = makeHub();
+    const gone = new FakeConnection();
+    gone.open = false;
+    expect(hub.attach(A, gone)).toBe('attached');
+    expect(hub.isConnected(A)).toBe(false);
+    expect(hub.snapshot().connected).toBe(0);
+  });
+
+  it('refuses a session its tab beyond the limit, and frees the slot when a tab is forgotten', () => {
+    const { hub, clock } = makeHub({ maxTabsPerSession: 2 });
+    const first = new FakeConnection();
+    hub.attach({ tabId: 't1', session: 's' }, first);
+    hub.attach({ tabId: 't2', session: 's' }, new FakeConnection());
+    expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('too_many_tabs');
+    expect(hub.attach({ tabId: 't3', session: 'other' }, new FakeConnection())).toBe('attached');
+    hub.detach({ tabId: 't1', session: 's' }, first);
+    clock.advance(60_000);
+    hub.sweep();
+    expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('attached');
+  });
+});
+
+describe('Hub: events with a fallback are never lost', () => {
+  it('goes straight to the fallback when the tab has no live connection', async () => {
+    const { hub, fellBack } = makeHub();
+    const conn = new FakeConnection();
+    hub.attach(A, conn);
+    hub.detach(A, conn);
+    await hub.deliver(A, { type: 'Msg', data: 1 }, fallback(1));
+    await tick();
+    expect(fellBack.map((f) => f.content)).toEqual(['<m n="1"/>']);
+  });
+
+  it('a long-poll tab between two polls still counts as connected, until the gap passes', () => {
+    const { hub, clock } = makeHub();
+    const poll = new FakeConnection('long-poll');
+    hub.attach(A, poll);
+    hub.detach(A, poll);
+    expect(hub.isConnected(A)).toBe(true);
+    clock.advance(10_000);
+    expect(hub.isConnected(A)).toBe(false);
+  });
+
+  it('a long-poll burst above the buffer size stores what overflows instead of dropping it', async () => {
+    const { hub, fellBack, dropped } = makeHub({ outboxLimit: 3 });
+    const poll = new FakeConnection('long-poll');
+    hub.attach(A, poll);
+    hub.detach(A, poll);
+    for (let n = 1; n <= 5; n++) await hub.deliver(A, { type: 'Msg', data: n }, fallback(n));
+    await tick();
+    expect(fellBack.map((f) => f.content)).toEqual(['<m n="1"/>', '<m n="2"/>']);
+    expect(dropped.overflow).toBeUndefined();
+    const next = new FakeConnection('long-poll');
+    hub.attach(A, next);
+    expect(next.frames.map((f) => f.data)).toEqual([3, 4, 5]);
+  });
+
+  it('buffered events with a fallback that age out unsent, or are forgotten with their tab, are stored', async () => {
+    const { hub, clock, fellBack, dropped } = makeHub();
+    const poll = new FakeConnection('long-poll');
+    hub.attach(A, poll);
+    hub.detach(A, poll);
+    await hub.deliver(A, { type: 'Msg', data: 1 }, fallback(1));
+    await hub.deliver(A, { type: 'Plain', data: 2 });
+    await tick();
+    clock.advance(60_001);
+    hub.sweep();
+    expect(fellBack.map((f) => f.content)).toEqual(['<m n="1"/>']);
+    expect(dropped.expired).toBe(1);
+  });
+
+  it('events already written are not counted as dropped when they age out', async () => {
+    const { hub, clock, dropped } = makeHub();
+    hub.attach(A, new FakeConnection());
+    await hub.deliver(A, { type: 'Plain', data: 1 });
+    await tick();
+    clock.advance(60_001);
+    hub.sweep();
+    expect(dropped).toEqual({});
+  });
+});
+
+describe('MemoryBus', () => {
+  it('a throwing subscriber neither crashes the process nor keeps other subscribers from their message', async () => {
+    const errors: unknown[] = [];
+    const bus = new MemoryBus({ error: (o: unknown) => errors.push(o) } as never);
+    const got: string[] = [];
+    bus.subscribe(() => {
+      throw new Error('subscriber bug');
+    });
+    bus.subscribe((m) => got.push(m.kind));
+    await bus.publish({ kind: 'deliver', to: A, event: { type: 'E', data: null } });
+    await tick();
+    expect(got).toEqual(['deliver']);
+    expect(errors).toHaveLength(1);
   });
 });

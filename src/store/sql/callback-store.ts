@@ -7,6 +7,7 @@ const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   id: row.id,
   serviceId: row.service_id,
   tabId: row.tab_id,
+  tabSession: row.tab_session,
   url: row.url,
   body: row.body,
   webhookSecret: row.webhook_secret,
@@ -19,10 +20,12 @@ const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   deliveredAt: row.delivered_at === null ? null : Number(row.delivered_at),
 });
 
-const toRow = (c: Callback, leaseUntil: number | null): Insertable<CallbacksTable> => ({
+/** The row of a callback; exported for the code store, which inserts it in the transaction that settles its code. */
+export const toCallbackRow = (c: Callback, leaseUntil: number | null): Insertable<CallbacksTable> => ({
   id: c.id,
   service_id: c.serviceId,
   tab_id: c.tabId,
+  tab_session: c.tabSession,
   url: c.url,
   body: c.body,
   webhook_secret: c.webhookSecret,
@@ -37,7 +40,7 @@ const toRow = (c: Callback, leaseUntil: number | null): Insertable<CallbacksTabl
 });
 
 const PLACEHOLDER: Callback = {
-  id: '', serviceId: '', tabId: '', url: '', body: '', webhookSecret: '', state: 'pending', attempts: 0,
+  id: '', serviceId: '', tabId: '', tabSession: '', url: '', body: '', webhookSecret: '', state: 'pending', attempts: 0,
   nextAttemptAt: 0, deadline: 0, lastError: '', createdAt: 0, deliveredAt: 0,
 };
 
@@ -50,7 +53,7 @@ export class SqlCallbackStore implements CallbackStore {
   constructor(private readonly db: Kysely<Database>) {
     this.inserts = new GroupCommit(
       db,
-      db.insertInto('callbacks').values(toRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql,
+      db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql,
       'immediate',
     );
     this.deliveries = new GroupCommit(
@@ -61,7 +64,7 @@ export class SqlCallbackStore implements CallbackStore {
   }
 
   async insert(c: Callback, leaseUntil?: number): Promise<boolean> {
-    return (await this.inserts.run(Object.values(toRow(c, leaseUntil ?? null)))) === 1;
+    return (await this.inserts.run(Object.values(toCallbackRow(c, leaseUntil ?? null)))) === 1;
   }
 
   async get(id: string): Promise<Callback | undefined> {

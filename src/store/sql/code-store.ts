@@ -1,6 +1,7 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
-import type { CodeState, CodeStore, LoginCode } from '../stores.js';
+import type { CallbackToStore, CodeState, CodeStore, LoginCode } from '../stores.js';
+import { toCallbackRow } from './callback-store.js';
 import { GroupCommit } from './group-commit.js';
 
 /** Any complete code: only its shape matters for compiling the insert. */
@@ -67,16 +68,28 @@ export class SqlCodeStore implements CodeStore {
     return row && toCode(row);
   }
 
-  async settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number): Promise<boolean> {
+  async settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number, callback?: CallbackToStore): Promise<boolean> {
     // One conditional UPDATE: the database decides which of concurrent signatures wins.
-    const result = await this.db
-      .updateTable('codes')
-      .set({ state, legal_id: legalId, signed_at: now })
-      .where('code', '=', code)
-      .where('state', '=', 'pending')
-      .where('expires_at', '>', now)
-      .executeTakeFirst();
-    return Number(result.numUpdatedRows) === 1;
+    const settle = (db: Kysely<Database>) =>
+      db
+        .updateTable('codes')
+        .set({ state, legal_id: legalId, signed_at: now })
+        .where('code', '=', code)
+        .where('state', '=', 'pending')
+        .where('expires_at', '>', now)
+        .executeTakeFirst();
+    if (!callback) return Number((await settle(this.db)).numUpdatedRows) === 1;
+    // Backend mode: the callback exists exactly when the code is approved, so none is ever sent for a
+    // code that ends rejected or won by another signature, and none is lost to a crash in between.
+    return this.db.transaction().execute(async (trx) => {
+      if (Number((await settle(trx)).numUpdatedRows) !== 1) return false;
+      await trx
+        .insertInto('callbacks')
+        .values(toCallbackRow(callback.callback, callback.leaseUntil ?? null))
+        .onConflict((oc) => oc.column('id').doNothing())
+        .execute();
+      return true;
+    });
   }
 
   async deleteExpired(before: number): Promise<number> {

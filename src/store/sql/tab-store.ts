@@ -1,18 +1,22 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../schema.js';
-import type { TabStore } from '../stores.js';
+import type { BindOutcome, TabStore } from '../stores.js';
+
+/** Rows per refresh statement: keeps the IN list well under every backend's parameter limit. */
+const REFRESH_CHUNK = 500;
 
 /** Tab-to-session bindings in SQL. */
 export class SqlTabStore implements TabStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async bind(tabId: string, sessionHash: string, now: number): Promise<'bound' | 'conflict'> {
+  async bind(tabId: string, sessionHash: string, now: number): Promise<BindOutcome> {
     // Insert-if-absent, then read: the first session to register a tab keeps it, even under races.
-    await this.db
+    const inserted = await this.db
       .insertInto('tabs')
-      .values({ tab_id: tabId, session_hash: sessionHash, registered_at: now })
+      .values({ tab_id: tabId, session_hash: sessionHash, registered_at: now, seen_at: now })
       .onConflict((oc) => oc.column('tab_id').doNothing())
-      .execute();
+      .executeTakeFirst();
+    if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return 'created';
     const owner = await this.sessionOf(tabId);
     return owner === sessionHash ? 'bound' : 'conflict';
   }
@@ -22,7 +26,21 @@ export class SqlTabStore implements TabStore {
     return row?.session_hash;
   }
 
-  async remove(tabId: string): Promise<void> {
-    await this.db.deleteFrom('tabs').where('tab_id', '=', tabId).execute();
+  async remove(tabId: string, sessionHash: string): Promise<void> {
+    await this.db.deleteFrom('tabs').where('tab_id', '=', tabId).where('session_hash', '=', sessionHash).execute();
+  }
+
+  async refresh(tabIds: readonly string[], now: number): Promise<void> {
+    for (let i = 0; i < tabIds.length; i += REFRESH_CHUNK) {
+      await this.db.updateTable('tabs').set({ seen_at: now }).where('tab_id', 'in', tabIds.slice(i, i + REFRESH_CHUNK)).execute();
+    }
+  }
+
+  async purgeUnseen(before: number): Promise<number> {
+    const result = await this.db
+      .deleteFrom('tabs')
+      .where((eb) => eb.or([eb('seen_at', '<', before), eb.and([eb('seen_at', 'is', null), eb('registered_at', '<', before)])]))
+      .executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 }
