@@ -118,6 +118,34 @@ describe('backend mode', () => {
     await trap.close();
     tab.close();
   });
+
+  it('never sends a callback for a code that ends rejected: approve and reject race, only the winner\'s callback exists', async () => {
+    receiver.answers = [{ status: 200 }];
+    const before = receiver.received.length;
+    const tab = await openTab();
+    const registration = await post(service, '/QuickLogin', { service: receiver.url, sessionId: 'race', webhookSecret: secret });
+    const { serviceId } = registration.body as { serviceId: string };
+    const approved: string[] = [];
+    const rejected: string[] = [];
+    for (let i = 0; i < 12; i++) {
+      const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'Race', serviceId, tab: tab.tabId }, { cookie: tab.cookie });
+      const path = `${new URL(qr.body.signUrl).pathname}/Dev`;
+      const code = path.split('/')[3]!;
+      // Reject first on even rounds, approve first on odd ones: either may win the settle.
+      const order = i % 2 === 0 ? (['reject', 'approve'] as const) : (['approve', 'reject'] as const);
+      const answers = await Promise.all(order.map((decision) => post(service, path, { decision })));
+      const winner = answers.find((a) => a.status === 200)!.body.state as string;
+      expect(answers.map((a) => a.status).sort()).toEqual([200, 409]);
+      (winner === 'approved' ? approved : rejected).push(code);
+    }
+    await receiver.waitFor(before + approved.length);
+    for (const code of rejected) expect(await service.store.callbacks.get(`msg_${code}`)).toBeUndefined();
+    // Every approved code's callback is stored and sent once; a rejected code's never is.
+    for (const code of approved) expect((await service.store.callbacks.get(`msg_${code}`))?.state).toBe('delivered');
+    const sent = receiver.received.slice(before).map((r) => (r.headers['webhook-id'] as string).slice('msg_'.length));
+    expect(sent.sort()).toEqual([...approved].sort());
+    tab.close();
+  });
 });
 
 describe('registration and renewal', () => {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import xml from '@xmpp/xml';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launchChromium } from '../helpers/browser.js';
+import { launchChromium, launchKillableChromium } from '../helpers/browser.js';
+import { hashSession } from '../../src/http/session.js';
 import { post } from '../helpers/http.js';
 import { kill, startProcess } from '../helpers/process.js';
 import { startProsody, type ProsodyServer } from '../helpers/prosody.js';
@@ -89,6 +90,28 @@ describe('XMPP through Prosody', () => {
     expect(stored[0]!.content).toContain('after removal');
     expect(await popAll()).toEqual([]);
     await context.close();
+  });
+
+  it('dead tab: the browser is killed without Unregister, a matching message arrives, PopMessages returns it', async () => {
+    const killable = await launchKillableChromium();
+    const context = await killable.browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${service.baseUrl}/`);
+    await page.waitForFunction(() => (window as any).Events?.stats.transport === 'websocket');
+    const tabId = await page.evaluate(() => (window as any).Events.tabId as string);
+    await until(async () => (await service.store.tabs.sessionOf(tabId)) !== undefined, 5_000, 'the tab to register');
+    const sid = (await context.cookies(service.baseUrl)).find((c) => c.name === 'tabwire_sid')!;
+    const registered = await post(service, '/Agent/Xmpp/RegisterEventHandler', { tabId, localName: 'dead', namespace: 'urn:test:dead', function: 'OnDead' }, { authorization: `Bearer ${agentJwt}`, cookie: `${sid.name}=${sid.value}` });
+    expect(registered.body).toEqual({});
+
+    await killable.kill();
+    const address = { tabId, session: hashSession(sid.value) };
+    await until(() => !service.app.tabwire.hub.isConnected(address), 10_000, 'the service to notice the dead socket');
+    await human.send(chat(agentJid(), 'to a dead tab', xml('dead', { xmlns: 'urn:test:dead' })));
+    let stored: { content: string }[] = [];
+    await until(async () => (stored = [...stored, ...(await popAll())]).length > 0, 5_000, 'the stored message');
+    expect(stored).toHaveLength(1);
+    expect(stored[0]!.content).toContain('to a dead tab');
   });
 
   it('an agent sends to the real client\'s JID', async () => {
