@@ -1,11 +1,14 @@
 import { randomUUID } from 'node:crypto';
+import Fastify from 'fastify';
 import { SignJWT } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { rotateTokenKey, TokenService } from '../../src/agent/tokens.js';
 import { ManualClock } from '../../src/clock.js';
 import { TabwireError } from '../../src/errors.js';
+import { bearerGuard } from '../../src/http/bearer.js';
+import { registerProblemHandlers } from '../../src/http/problem.js';
 import { generateEd25519, privateKeyFromPem } from '../../src/identity/keys.js';
-import type { ServerKey, ServerKeyStore } from '../../src/store/stores.js';
+import type { AccountStore, ServerKey, ServerKeyStore } from '../../src/store/stores.js';
 
 const ISSUER = 'https://tabwire.test';
 
@@ -149,6 +152,20 @@ describe('TokenService key ring', () => {
     // Tokens of known keys never needed the store.
     keys.failing = true;
     expect((await tokens.verify(known)).accountId).toBe(account.id);
+  });
+
+  it('over HTTP the store error is a 503 problem+json with Retry-After', async () => {
+    const { clock, keys, tokens } = await setup();
+    const app = Fastify();
+    registerProblemHandlers(app);
+    app.get('/protected', { preHandler: bearerGuard(tokens, {} as AccountStore) }, async () => ({}));
+    keys.failing = true;
+    const answer = await app.inject({ url: '/protected', headers: { authorization: `Bearer ${await tokenWithKid('some-kid', clock)}` } });
+    expect(answer.statusCode).toBe(503);
+    expect(answer.headers['content-type']).toContain('application/problem+json');
+    expect(answer.headers['retry-after']).toBe('1');
+    expect(answer.json()).toMatchObject({ status: 503, code: 'store_unavailable' });
+    await app.close();
   });
 });
 
