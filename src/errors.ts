@@ -50,6 +50,7 @@ export const errorCatalogue = {
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   internal_error: { status: 500, title: 'Internal error' },
   xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
+  store_unavailable: { status: 503, title: 'The service\'s store is not reachable; try again shortly' },
   mailbox_full: { status: 507, title: 'The recipient\'s message store is full' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

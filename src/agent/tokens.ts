@@ -12,7 +12,17 @@ export const clampSeconds = (seconds: number): number => Math.min(MAX_TOKEN_SECO
 const PURPOSE = 'jwt';
 const AUDIENCE = 'tabwire-agent-api';
 const ALGORITHM = 'EdDSA';
-const RELOAD_AFTER_MS = 5_000;
+/**
+ * An unknown `kid` costs at most one key-ring read; the same kid is then refused without asking the
+ * store again for this long, and at most UNKNOWN_KIDS_MAX of them are remembered (oldest forgotten
+ * first), so a flood of made-up kids can neither grow memory nor hammer the store (docs/agent-api.md).
+ */
+const UNKNOWN_KID_TTL_MS = 60_000;
+const UNKNOWN_KIDS_MAX = 1024;
+/** Kids this service creates are 16 base64url characters; anything that cannot be one is refused without a read. */
+const PLAUSIBLE_KID = /^[A-Za-z0-9_-]{1,64}$/;
+/** No clock tolerance: `nbf` and `iat` are compared with the service's clock as they are (docs/agent-api.md). */
+const CLOCK_TOLERANCE_S = 0;
 
 export interface IssuedToken {
   jwt: string;
@@ -46,12 +56,17 @@ export async function rotateTokenKey(keys: ServerKeyStore, clock: Clock): Promis
 /**
  * Agent API JWTs (ARCHITECTURE.md §4): EdDSA only, pinned on verify; a `kid` per key; the newest
  * key in the store signs, every stored key verifies, so a rotation keeps older tokens valid until
- * they expire. Keys written by another process (the CLI, another node) are picked up on an unknown
- * `kid` and by `reload()`.
+ * they expire. Keys written by another process (the CLI, another node) are picked up at once on an
+ * unknown `kid` (one shared read of the store), and by `reload()`.
  */
 export class TokenService {
   private ring: RingKey[] = [];
-  private lastReload = 0;
+  /** The store read under way, if any. */
+  private reading: Promise<void> | undefined;
+  /** One read queued behind `reading`, shared by every caller that came while it ran. */
+  private queued: Promise<void> | undefined;
+  /** Unknown kid -> until when it is refused without a read. Insertion-ordered, so the first is the oldest. */
+  private readonly unknownKids = new Map<string, number>();
 
   private constructor(
     private readonly keys: ServerKeyStore,
@@ -69,9 +84,31 @@ export class TokenService {
     return service;
   }
 
-  /** Re-reads the key ring from the store. */
-  async reload(): Promise<void> {
-    this.lastReload = this.clock.now();
+  /**
+   * Re-reads the key ring from the store. The read it waits for always starts after the call, so a key
+   * stored before the call is seen; callers that come while a read runs share one read queued behind
+   * it, so the store never sees more than one read at a time. Rejects with the store's error.
+   */
+  reload(): Promise<void> {
+    if (this.queued) return this.queued; // not started yet, so it starts after this call
+    if (!this.reading) return this.startRead();
+    const after = this.reading.then(noop, noop).then(() => {
+      this.queued = undefined;
+      return this.startRead();
+    });
+    this.queued = after;
+    return after;
+  }
+
+  private startRead(): Promise<void> {
+    const read = this.readRing().finally(() => {
+      if (this.reading === read) this.reading = undefined;
+    });
+    this.reading = read;
+    return read;
+  }
+
+  private async readRing(): Promise<void> {
     this.ring = (await this.keys.list(PURPOSE)).map((k) => {
       const privateKey = privateKeyFromPem(k.privateKey);
       return { kid: k.kid, privateKey, publicKey: publicKeyFromRaw(rawPublicKey(privateKey))!, createdAt: k.createdAt };
@@ -106,6 +143,10 @@ export class TokenService {
         audience: AUDIENCE,
         currentDate: new Date(this.clock.now()),
         requiredClaims: ['sub', 'exp', 'nbf', 'iat'],
+        clockTolerance: CLOCK_TOLERANCE_S,
+        // RFC 7519 §4.1.6: jose checks `iat` only with maxTokenAge; this refuses an `iat` in the future
+        // (token_not_yet_valid) and one older than the longest lifetime this service issues.
+        maxTokenAge: MAX_TOKEN_SECONDS,
       }));
     } catch (err) {
       throw toTokenError(err);
@@ -124,15 +165,42 @@ export class TokenService {
 
   private async keyFor(kid: string | undefined): Promise<KeyObject> {
     if (kid === undefined) throw new TabwireError('token_key_unknown', 'The token has no kid');
-    let key = this.ring.find((k) => k.kid === kid);
-    if (!key && this.clock.now() - this.lastReload >= RELOAD_AFTER_MS) {
+    const known = this.find(kid);
+    if (known) return known;
+    const unknown = () => new TabwireError('token_key_unknown', 'No key with that kid');
+    if (!PLAUSIBLE_KID.test(kid) || this.recentlyUnknown(kid)) throw unknown();
+    try {
       await this.reload();
-      key = this.ring.find((k) => k.kid === kid);
+    } catch (err) {
+      // The store failed, so nothing is known about the kid: a 503 the client retries, not a 401.
+      throw Object.assign(new TabwireError('store_unavailable', 'The signing keys could not be read', { retryAfter: 1 }), { cause: err });
     }
-    if (!key) throw new TabwireError('token_key_unknown', `No key with kid "${kid}"`);
-    return key.publicKey;
+    const found = this.find(kid);
+    if (found) return found;
+    this.rememberUnknown(kid);
+    throw unknown();
+  }
+
+  private find(kid: string): KeyObject | undefined {
+    return this.ring.find((k) => k.kid === kid)?.publicKey;
+  }
+
+  private recentlyUnknown(kid: string): boolean {
+    const until = this.unknownKids.get(kid);
+    if (until === undefined) return false;
+    if (until > this.clock.now()) return true;
+    this.unknownKids.delete(kid);
+    return false;
+  }
+
+  private rememberUnknown(kid: string): void {
+    this.unknownKids.delete(kid);
+    if (this.unknownKids.size >= UNKNOWN_KIDS_MAX) this.unknownKids.delete(this.unknownKids.keys().next().value!);
+    this.unknownKids.set(kid, this.clock.now() + UNKNOWN_KID_TTL_MS);
   }
 }
+
+const noop = (): void => {};
 
 function toTokenError(err: unknown): TabwireError {
   if (err instanceof TabwireError) return err;

@@ -152,6 +152,12 @@ export class Hub implements Delivery {
     return tab.transport === 'long-poll' && this.o.clock.now() - tab.lastSeen < this.o.longPollGapMs;
   }
 
+  /** One tab's state here (diagnostics and tests): held by its session, a connection attached now, last sign of life. */
+  state(address: TabAddress): { held: boolean; connected: boolean; lastSeen: number } | undefined {
+    const tab = this.tabs.get(addressKey(address));
+    return tab && { held: tab.held, connected: tab.connection?.open === true, lastSeen: tab.lastSeen };
+  }
+
   /** Forgets idle tabs and expires old buffered events. Called on a timer and by tests with a moved clock. */
   sweep(): void {
     const now = this.o.clock.now();

@@ -55,8 +55,8 @@ export class TestTab {
     this.ws.send(typeof frame === 'string' ? frame : JSON.stringify(frame));
   }
 
-  /** Waits for an event of `type` (or the socket closing), at most `ms`. */
-  async next(type: string, ms = 5_000): Promise<EventFrame> {
+  /** Waits for an event of `type` (or the socket closing), at most `ms` (a bound for a broken run, not a timing claim). */
+  async next(type: string, ms = 15_000): Promise<EventFrame> {
     const deadline = Date.now() + ms;
     for (;;) {
       const found = this.events.find((e) => e.type === type);
@@ -75,7 +75,7 @@ export class TestTab {
   }
 
   /** Waits until the server closes the socket; returns the close code and reason. */
-  async closed(ms = 5_000): Promise<{ code: number; reason: string }> {
+  async closed(ms = 15_000): Promise<{ code: number; reason: string }> {
     const deadline = Date.now() + ms;
     while (this.closeCode === undefined) {
       if (Date.now() > deadline) throw new Error('socket not closed');
@@ -94,6 +94,3 @@ export class TestTab {
     this.ws.close(1000);
   }
 }
-
-/** Gives the server a moment to process a frame that has no answer (Register, Ping). */
-export const settle = (ms = 100): Promise<void> => new Promise((r) => setTimeout(r, ms));

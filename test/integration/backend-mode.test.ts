@@ -5,7 +5,9 @@ import { verifyCallback } from '../../src/callbacks/verify.js';
 import { get, post, registered } from '../helpers/http.js';
 import { CallbackReceiver } from '../helpers/receiver.js';
 import { startService, testResolver, type TestService } from '../helpers/service.js';
-import { settle, TestTab } from '../helpers/tab.js';
+import { barrier } from '../helpers/hub.js';
+import { TestTab } from '../helpers/tab.js';
+import { until } from '../helpers/until.js';
 import { selfSignedCertificate } from '../helpers/tls.js';
 
 const tls = selfSignedCertificate();
@@ -75,8 +77,8 @@ describe('backend mode', () => {
     const theirs = new Webhook(secret).sign(callback.headers['webhook-id'] as string, new Date(Number(callback.headers['webhook-timestamp']) * 1000), callback.body);
     expect(ours).toBe(theirs);
 
-    await settle(200);
-    expect(tab.events.map((e) => e.type)).toEqual(['SignatureReceivedBE']);
+    await barrier(service, tab); // every event sent to the tab before the marker has arrived
+    expect(tab.events.map((e) => e.type)).toEqual(['SignatureReceivedBE', 'Barrier']);
     tab.close();
   });
 
@@ -90,7 +92,9 @@ describe('backend mode', () => {
     await backendLogin(tab, 'session-2');
     await tab.next('SignatureReceivedBE');
     await receiver.waitFor(before + 3);
-    await settle(300);
+    // Delivered is final: no attempt comes after it; and the marker follows every event the tab was sent.
+    expect(await service.store.callbacks.get(receiver.received[before]!.headers['webhook-id'] as string)).toMatchObject({ state: 'delivered' });
+    await barrier(service, tab);
     const attempts = receiver.received.slice(before);
     expect(attempts).toHaveLength(3);
     expect(new Set(attempts.map((a) => a.headers['webhook-id'])).size).toBe(1);
@@ -108,7 +112,10 @@ describe('backend mode', () => {
     const tab = await openTab();
     await backendLogin(tab, 'session-3');
     await receiver.waitFor(before + 2);
-    await settle(500);
+    // Gone is final: once the row says so, no attempt can follow; the marker follows every event the tab was sent.
+    const id = receiver.received[before]!.headers['webhook-id'] as string;
+    await until(async () => (await service.store.callbacks.get(id))?.state === 'gone', 'the callback to be given up');
+    await barrier(service, tab);
     expect(receiver.received.length).toBe(before + 2);
     expect(trap.received).toHaveLength(0);
     const callback = await service.store.callbacks.get(receiver.received[before]!.headers['webhook-id'] as string);
@@ -228,12 +235,8 @@ describe('callback URL policy (SSRF)', () => {
     const qr = await post(strict, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: registration.body.serviceId, tab: tab.tabId }, { cookie: tab.cookie });
     await post(strict, `${new URL(qr.body.signUrl).pathname}/Dev`, { decision: 'approve' });
     const id = `msg_${new URL(qr.body.signUrl).pathname.split('/').pop()}`;
-    const deadline = Date.now() + 5_000;
     let callback = await strict.store.callbacks.get(id);
-    while ((callback?.attempts ?? 0) < 1 && Date.now() < deadline) {
-      await settle(50);
-      callback = await strict.store.callbacks.get(id);
-    }
+    await until(async () => ((callback = await strict.store.callbacks.get(id))?.attempts ?? 0) >= 1, 'the first delivery attempt');
     expect(callback).toMatchObject({ state: 'pending', attempts: 1, lastError: 'address_refused' });
     tab.close();
   });

@@ -6,8 +6,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { kill, startProcess } from '../helpers/process.js';
 import { CallbackReceiver } from '../helpers/receiver.js';
 import { freePort } from '../helpers/service.js';
-import { settle, TestTab } from '../helpers/tab.js';
+import { TestTab } from '../helpers/tab.js';
 import { selfSignedCertificate } from '../helpers/tls.js';
+import { until } from '../helpers/until.js';
 
 // The built service as an operator runs it, killed with SIGKILL between accepting a signature and
 // delivering its callback.
@@ -20,6 +21,9 @@ afterAll(async () => {
   await receiver?.close();
   rmSync(dir, { recursive: true, force: true });
 });
+
+/** The process holds one live tab connection (this test's only tab): its Register has been processed. */
+const tabConnected = async (baseUrl: string) => /^tabwire_tabs_connected 1$/m.test(await (await fetch(`${baseUrl}/metrics`)).text());
 
 const postJson = (url: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
@@ -46,7 +50,7 @@ describe('durable callbacks', () => {
     child = await startProcess(env, baseUrl);
     const wsUrl = `ws://127.0.0.1:${port}/ClientEventsWS`;
     let tab = await TestTab.open(wsUrl);
-    await settle(200);
+    await until(() => tabConnected(baseUrl), 'the tab to register');
     const { serviceId } = (await (await postJson(`${baseUrl}/QuickLogin`, { service: receiver.url, sessionId: 'restart-session' })).json()) as { serviceId: string };
     const qr = (await (await postJson(`${baseUrl}/QuickLogin`, { mode: 'text', purpose: 'Survive', serviceId, tab: tab.tabId }, { cookie: tab.cookie })).json()) as { signUrl: string };
     const approved = await postJson(`${qr.signUrl}/Dev`, { decision: 'approve' });
@@ -58,7 +62,7 @@ describe('durable callbacks', () => {
 
     child = await startProcess(env, baseUrl);
     tab = await TestTab.open(wsUrl, { cookie: tab.cookie, tabId: tab.tabId });
-    await settle(300);
+    await until(() => tabConnected(baseUrl), 'the tab to register again');
     receiver.answers = [...receiver.received.map(() => ({ status: 503 })), { status: 200 }];
     const event = await tab.next('SignatureReceivedBE', 10_000);
     expect(event.data).toBe('');

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
+import { assertFreshBuild } from '../helpers/process.js';
 import { freePort } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
 
@@ -32,6 +33,7 @@ async function waitForHealth(url: string): Promise<void> {
 }
 
 beforeAll(async () => {
+  assertFreshBuild();
   dir = mkdtempSync(join(tmpdir(), 'tabwire-process-'));
   const port = await freePort();
   baseUrl = `http://127.0.0.1:${port}`;
@@ -55,8 +57,9 @@ describe('the service process and the tabwire CLI', () => {
     expect((await run(process.execPath, [CLI, 'identity', 'approve', id], { env })).stdout).toContain('Approved');
 
     const tab = await TestTab.open(baseUrl.replace('http', 'ws') + '/ClientEventsWS');
+    // Register has no answer frame: ask until the tab is known (the deadline only bounds a broken run).
     let answer: Response | undefined;
-    for (let i = 0; i < 50 && answer?.status !== 200; i++) {
+    for (const deadline = Date.now() + 15_000; answer?.status !== 200 && Date.now() < deadline; ) {
       answer = await fetch(`${baseUrl}/QuickLogin`, {
         method: 'POST',
         headers: { 'content-type': 'application/json', cookie: tab.cookie },

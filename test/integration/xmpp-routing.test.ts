@@ -133,17 +133,16 @@ describe('XMPP through Prosody', () => {
     expect(error.getChild('error')!.getChild('service-unavailable')).toBeDefined();
   });
 
-  it('after a Prosody restart the component reconnects and routes again within 5 s', async () => {
+  it('after a Prosody restart the component reconnects and routes again', async () => {
     await human.stop();
     await prosody.restart();
-    const restartedAt = Date.now();
-    await until(() => service.app.tabwire.xmpp!.online, 5_000, 'the component to reconnect');
+    // Reconnect attempts back off to at most 5 s apart; the deadlines only bound a broken run.
+    await until(() => service.app.tabwire.xmpp!.online, 20_000, 'the component to reconnect');
     human = await startXmppClient({ service: prosody.c2sService, domain: prosody.domain, username: 'human', password: 'human-password' });
     await human.send(chat(agentJid(), 'after restart'));
     let stored: { content: string }[] = [];
-    await until(async () => (stored = await popAll()).length > 0, 5_000, 'routing after the restart');
+    await until(async () => (stored = await popAll()).length > 0, 15_000, 'routing after the restart');
     expect(stored[0]!.content).toContain('after restart');
-    expect(Date.now() - restartedAt).toBeLessThan(10_000);
   });
 });
 
@@ -173,7 +172,10 @@ describe('durable messages across a SIGKILL of tabwire', () => {
     const xmppOnline = async () => ((await (await fetch(`${baseUrl}/readyz`)).json()) as { xmpp: string }).xmpp === 'online';
     await until(xmppOnline, 10_000, 'the process component');
     await human.send(chat(`durable@${prosody.componentDomain}`, 'survive the crash'));
-    await new Promise((r) => setTimeout(r, 500)); // stored by now; no handler exists for it
+    // Barrier: the component handles stanzas one at a time in stream order, so the bounce of a message sent
+    // after it proves the first one was stored (no handler exists for it).
+    await human.send(xml('message', { to: `nobody@${prosody.componentDomain}`, type: 'chat', id: 'after-durable' }, xml('body', {}, 'barrier')));
+    await human.nextMessage((m) => m.attrs.id === 'after-durable' && m.attrs.type === 'error', 15_000);
     await kill(child);
     child = await startProcess(env, baseUrl);
     jwt = await login();
