@@ -92,7 +92,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     onFallback: (fallback) => {
       storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed'));
     },
-    onRelease: (address) => dropTab(address),
+    // On release the registry removes the binding itself (awaited before the connection's next frame).
+    onRelease: (address) => handlers.forgetTab(address),
     onForget: (address) => dropTab(address),
   });
   metrics.watchHub(() => hub.snapshot());

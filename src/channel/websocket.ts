@@ -72,7 +72,7 @@ export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketC
         if (address !== undefined) o.hub.touch(address);
         return;
       case 'Unregister':
-        if (address !== undefined) o.registry.unregister(address);
+        if (address !== undefined) await o.registry.unregister(address);
         address = undefined;
         return;
     }

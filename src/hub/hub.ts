@@ -49,7 +49,7 @@ export interface HubOptions {
   counters?: HubCounters;
   /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
   onFallback: (fallback: DeliveryFallback) => void;
-  /** The session let the tab go (Unregister): its binding and handlers go now, its buffer later. */
+  /** The session let the tab go (Unregister): its handlers go now, its buffer later (the registry removes the binding). */
   onRelease?: (address: TabAddress) => void;
   /** The tab is forgotten: remove what hangs on it (binding, handlers). */
   onForget?: (address: TabAddress) => void;

@@ -29,8 +29,12 @@ export class TabRegistry {
     return 'too_many_tabs';
   }
 
-  /** The page is going away (Unregister): the tab id is free again; see Hub.release. */
-  unregister(address: TabAddress): void {
+  /**
+   * The page is going away (Unregister): the tab id is free again once this resolves (the binding is
+   * removed before the connection's next frame is handled); see Hub.release for what stays.
+   */
+  async unregister(address: TabAddress): Promise<void> {
     this.hub.release(address);
+    await this.tabs.remove(address.tabId, address.session);
   }
 }
