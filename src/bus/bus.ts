@@ -1,22 +1,16 @@
 import type { TabAddress } from '../hub/address.js';
 import type { TabEvent } from '../protocol/frames.js';
+import type { StoredMessage } from '../store/stores.js';
 
 /**
  * Where an event goes when it cannot reach its tab (no live connection, buffer overflow or age):
  * plain data, so it travels on any bus. Events without one are simply lost after their bounds
  * (SPEC.md "Events" rule 1: browser delivery is not durable).
  */
-export interface DeliveryFallback {
+export type DeliveryFallback = {
   /** An XMPP message routed to a handler: stored for the account's PopMessages instead. */
   kind: 'agent-message';
-  accountId: string;
-  from: string;
-  to: string;
-  type: string;
-  /** The whole stanza as XML. */
-  content: string;
-  createdAt: number;
-}
+} & Omit<StoredMessage, 'id'>;
 
 /** Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively. */
 export type BusMessage = { kind: 'deliver'; to: TabAddress; event: TabEvent; fallback?: DeliveryFallback };

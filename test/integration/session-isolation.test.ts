@@ -76,21 +76,37 @@ async function forgetIdleTabs(): Promise<void> {
   service.app.tabwire.hub.sweep();
 }
 
+/** The first session registers a tab over WebSocket, asks for a code, and lets the tab go with Unregister. */
+async function askThenUnregister(): Promise<{ first: TestTab; signUrl: string }> {
+  const first = await TestTab.open(service.wsUrl);
+  await boundTo(first.tabId, first.cookie);
+  const signUrl = await qrFor(first.tabId, first.cookie);
+  first.send({ cmd: 'Unregister' });
+  await unbound(first.tabId);
+  return { first, signUrl };
+}
+
+/** Another session registers the same tab id over WebSocket. */
+async function takeOver(tabId: string): Promise<TestTab> {
+  const second = await TestTab.open(service.wsUrl, { tabId });
+  await boundTo(tabId, second.cookie);
+  return second;
+}
+
+/** Signs the code, then proves with a marker (no sleep) that the second session got nothing before it. */
+async function approveAndExpectNothingFor(second: TestTab, signUrl: string): Promise<void> {
+  await approve(signUrl);
+  await sendMarker(second.tabId, second.cookie);
+  await second.next('Marker');
+  expect(second.events.map((e) => e.type)).toEqual(['Marker']);
+}
+
 describe('a pending result never reaches another session', () => {
   it('WebSocket, Unregister: the session that takes the tab id gets nothing; the first gets its result when it registers again', async () => {
-    const first = await TestTab.open(service.wsUrl);
-    await boundTo(first.tabId, first.cookie);
-    const signUrl = await qrFor(first.tabId, first.cookie);
-    first.send({ cmd: 'Unregister' });
-    await unbound(first.tabId);
-
-    const second = await TestTab.open(service.wsUrl, { tabId: first.tabId });
+    const { first, signUrl } = await askThenUnregister();
+    const second = await takeOver(first.tabId);
     expect(second.cookie).not.toBe(first.cookie);
-    await boundTo(first.tabId, second.cookie);
-    await approve(signUrl);
-    await sendMarker(second.tabId, second.cookie);
-    await second.next('Marker');
-    expect(second.events.map((e) => e.type)).toEqual(['Marker']);
+    await approveAndExpectNothingFor(second, signUrl);
 
     // The second session lets the tab go; the first registers it again on its open socket.
     second.send({ cmd: 'Unregister' });
@@ -112,12 +128,8 @@ describe('a pending result never reaches another session', () => {
     await forgetIdleTabs();
     await unbound(first.tabId);
 
-    const second = await TestTab.open(service.wsUrl, { tabId: first.tabId });
-    await boundTo(first.tabId, second.cookie);
-    await approve(signUrl);
-    await sendMarker(second.tabId, second.cookie);
-    await second.next('Marker');
-    expect(second.events.map((e) => e.type)).toEqual(['Marker']);
+    const second = await takeOver(first.tabId);
+    await approveAndExpectNothingFor(second, signUrl);
 
     second.send({ cmd: 'Unregister' });
     await unbound(first.tabId);
@@ -158,12 +170,7 @@ describe('a pending result never reaches another session', () => {
   });
 
   it('WebSocket Unregister, then another session over long-poll: it gets nothing', async () => {
-    const first = await TestTab.open(service.wsUrl);
-    await boundTo(first.tabId, first.cookie);
-    const signUrl = await qrFor(first.tabId, first.cookie);
-    first.send({ cmd: 'Unregister' });
-    await unbound(first.tabId);
-
+    const { first, signUrl } = await askThenUnregister();
     const second = await poll(first.tabId);
     expect(second.status).toBe(200);
     await approve(signUrl);
@@ -173,13 +180,8 @@ describe('a pending result never reaches another session', () => {
   });
 
   it('a rejection is addressed the same way: SignatureRejected reaches only the session that asked', async () => {
-    const first = await TestTab.open(service.wsUrl);
-    await boundTo(first.tabId, first.cookie);
-    const signUrl = await qrFor(first.tabId, first.cookie);
-    first.send({ cmd: 'Unregister' });
-    await unbound(first.tabId);
-    const second = await TestTab.open(service.wsUrl, { tabId: first.tabId });
-    await boundTo(first.tabId, second.cookie);
+    const { first, signUrl } = await askThenUnregister();
+    const second = await takeOver(first.tabId);
     const info = await fetchSignInfo(signUrl);
     await postDecision(signUrl, info, ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'reject');
     await sendMarker(second.tabId, second.cookie);
@@ -192,13 +194,8 @@ describe('a pending result never reaches another session', () => {
 
 describe('a tab id that was released inherits nothing', () => {
   it('a code issued to the first session cannot be used by the second for attachments or as its own', async () => {
-    const first = await TestTab.open(service.wsUrl);
-    await boundTo(first.tabId, first.cookie);
-    await qrFor(first.tabId, first.cookie);
-    first.send({ cmd: 'Unregister' });
-    await unbound(first.tabId);
-    const second = await TestTab.open(service.wsUrl, { tabId: first.tabId });
-    await boundTo(first.tabId, second.cookie);
+    const { first } = await askThenUnregister();
+    const second = await takeOver(first.tabId);
     // The second session's own QR request works and is its own; the first one's cookie is refused now.
     expect((await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: '', tab: first.tabId }, { cookie: second.cookie })).status).toBe(200);
     const stale = await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: '', tab: first.tabId }, { cookie: first.cookie });
