@@ -49,6 +49,7 @@ export const errorCatalogue = {
   internal_error: { status: 500, title: 'Internal error' },
   xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
   mailbox_full: { status: 507, title: 'The recipient\'s message store is full' },
+  identity_limit_reached: { status: 507, title: 'The account holds as many identities as it may' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
