@@ -137,14 +137,22 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
 }
 
 /**
- * Shutdown with a deadline (docs/configuration.md "Limits"). Fastify runs onClose hooks only once
- * every in-flight request has finished, so tab connections are closed first, in preClose: held
- * long-polls are answered at once and WebSockets closed (1001). Idle keep-alive connections are
- * closed then too; whatever still runs when `deadlineMs` has passed is cut.
+ * Shutdown with a deadline (docs/configuration.md "Slow clients and shutdown"). Fastify runs onClose
+ * hooks only once every in-flight request has finished, so tab connections are closed first, in
+ * preClose: held long-polls are answered at once and WebSockets closed (1001). Idle keep-alive
+ * connections are closed then; answers still to come say `Connection: close`, so their connections
+ * end with them (Node would keep them open for keepAliveTimeout). Whatever still runs when
+ * `deadlineMs` has passed is cut.
  */
 function registerShutdown(app: FastifyInstance, services: Services, deadlineMs: number): void {
+  let closing = false;
   let deadline: NodeJS.Timeout | undefined;
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
+  });
   app.addHook('preClose', async () => {
+    closing = true;
     services.closeConnections();
     deadline = setTimeout(() => app.server.closeAllConnections(), deadlineMs);
     deadline.unref();

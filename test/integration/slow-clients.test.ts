@@ -67,6 +67,21 @@ describe('slow clients (a body dribbled slowly was never timed out)', () => {
     expect(await metric(service, 'tabwire_request_timeouts_total')).toBe(1);
   });
 
+  it('a held long-poll is not a slow request: it outlives a shorter requestTimeoutSeconds', async () => {
+    service = await startService({ requestTimeoutSeconds: 1, headersTimeoutSeconds: 1, longPollHoldSeconds: 3 });
+    const poll = (cookie?: string) =>
+      fetch(`${service.baseUrl}/ClientEvents`, {
+        method: 'POST',
+        headers: { 'content-type': 'text/plain', 'x-tabid': 'slow-clients-tab', ...(cookie ? { cookie } : {}) },
+        body: 'http://127.0.0.1/page',
+      });
+    const first = await poll();
+    await first.arrayBuffer();
+    const held = await poll(first.headers.get('set-cookie')!.split(';')[0]!);
+    expect(held.status).toBe(200);
+    expect(await held.json()).toEqual([{ type: 'NOP' }]);
+  });
+
   it('headers dribbled slowly are cut off after headersTimeoutSeconds', async () => {
     service = await startService({ requestTimeoutSeconds: 60, headersTimeoutSeconds: 2 });
     const client = dribble(service, 'GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n', 'X-Slow: y\r\n');
