@@ -33,7 +33,7 @@ declare module 'fastify' {
 
 /** The one wiring point (ARCHITECTURE.md §1): a ready Fastify instance that does not listen. */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
-  // Slow clients (docs/configuration.md "Limits"): headers and the whole request must arrive in time,
+  // Slow clients (docs/configuration.md "Slow clients and shutdown"): headers and the whole request must arrive in time,
   // else Node answers 408 and closes. Node checks every connectionsCheckingInterval (30 s by default),
   // which would let a 2 s timeout run for 30 s: once a second keeps them within a second of their value.
   const timeouts = {
