@@ -56,6 +56,7 @@ function observed(store: Store): { store: Store; hooks: { delivered: (id: string
     get: (id) => inner.get(id),
     remove: (id) => inner.remove(id),
     claimDue: (now, leaseMs, limit) => inner.claimDue(now, leaseMs, limit),
+    deleteEnded: (before) => inner.deleteEnded(before),
     async markDelivered(id, now) {
       const moved = await inner.markDelivered(id, now);
       if (moved) hooks.delivered(id);

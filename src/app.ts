@@ -17,6 +17,8 @@ import { healthRoutes } from './http/health-routes.js';
 import { pagesRoutes } from './http/pages-routes.js';
 import { problemOf, registerProblemHandlers } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
+import { registerRequestLimits } from './http/request-limits.js';
+import { serializeRequest } from './http/request-log.js';
 import { createServices, type Deps, type Services } from './services.js';
 
 export type { Deps, Services } from './services.js';
@@ -31,15 +33,30 @@ declare module 'fastify' {
 
 /** The one wiring point (ARCHITECTURE.md §1): a ready Fastify instance that does not listen. */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
+  // Slow clients (docs/configuration.md "Slow clients and shutdown"): headers and the whole request must arrive in time,
+  // else Node answers 408 and closes. Node checks every connectionsCheckingInterval (30 s by default),
+  // which would let a 2 s timeout run for 30 s: once a second keeps them within a second of their value.
+  const timeouts = {
+    requestTimeout: config.requestTimeoutSeconds * 1000,
+    // Node refuses a headers timeout above the request timeout.
+    headersTimeout: Math.min(config.headersTimeoutSeconds, config.requestTimeoutSeconds) * 1000,
+    connectionsCheckingInterval: 1000,
+  };
   // HTTPS served directly when a certificate is configured (ARCHITECTURE.md §5); else plain HTTP, e.g. behind a proxy.
-  const https =
+  const server =
     config.tlsCertFile === undefined || config.tlsKeyFile === undefined
-      ? {}
-      : { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile) } };
+      ? { http: timeouts }
+      : { https: { cert: readFileSync(config.tlsCertFile), key: readFileSync(config.tlsKeyFile), ...timeouts } };
   const app = Fastify({
-    ...https,
+    ...server,
+    // Fastify sets the server's requestTimeout itself (0, none, unless given).
+    requestTimeout: timeouts.requestTimeout,
+    // A socket silent for longer than any request may take plus a held long-poll is dead (or a client
+    // that stopped reading its answer): closed. Upgraded WebSockets have their own ping timeout.
+    connectionTimeout: (config.requestTimeoutSeconds + config.longPollHoldSeconds) * 1000,
     trustProxy: config.trustProxy,
-    logger: { level: config.logLevel },
+    // Request logs never carry a whole login code (request-log.ts).
+    logger: { level: config.logLevel, serializers: { req: serializeRequest }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
     bodyLimit: config.bodyLimitBytes,
     // Types are not coerced: "60" is not a number of seconds. All errors, so one answer names every bad field.
     ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
@@ -49,6 +66,11 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   const { store, hub, registry, clock, quickLogin, signer, tokens, accounts } = services;
   app.decorate('tabwire', services);
   app.addHook('onClose', () => services.close());
+  registerShutdown(app, services, config.shutdownTimeoutSeconds * 1000);
+  // Node reports a request that did not arrive in time as a client error (and answers 408 itself).
+  app.server.on('clientError', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') services.metrics.requestTimeouts.inc();
+  });
 
   registerProblemHandlers(app);
   await app.register(cookie);
@@ -85,7 +107,14 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     allowedOrigins: config.allowedOrigins,
     cookies,
   });
+  const limits = await registerRequestLimits(app, {
+    qrPerSessionPerMinute: config.qrRequestsPerSessionPerMinute,
+    qrPerAddressPerMinute: config.qrRequestsPerAddressPerMinute,
+    registrationsPerAddressPerMinute: config.registrationsPerAddressPerMinute,
+    onLimited: (limit) => services.metrics.rateLimited.inc({ limit }),
+  });
   await app.register(quickLoginRoutes, {
+    limits,
     quickLogin,
     signer,
     registrations: services.registrations,
@@ -94,7 +123,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     attachmentFreshMs: config.attachmentUrlSeconds * 1000,
   });
   await app.register(agentAccountRoutes, { accounts, tokens, apiKeys: store.apiKeys, openRegistration: config.openRegistration, guard });
-  await app.register(agentLegalRoutes, { apply: services.apply, guard });
+  await app.register(agentLegalRoutes, { apply: services.apply, guard, quota: services.identityQuota, pageSize: config.identityPageSize });
   await app.register(agentXmppRoutes, {
     handlers: services.handlers,
     messaging: services.messaging,
@@ -106,4 +135,29 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   await app.register(pagesRoutes);
   await app.register(eventsScriptRoutes);
   return app;
+}
+
+/**
+ * Shutdown with a deadline (docs/configuration.md "Slow clients and shutdown"). Fastify runs onClose
+ * hooks only once every in-flight request has finished, so tab connections are closed first, in
+ * preClose: held long-polls are answered at once and WebSockets closed (1001). Idle keep-alive
+ * connections are closed then; answers still to come say `Connection: close`, so their connections
+ * end with them (Node would keep them open for keepAliveTimeout). Whatever still runs when
+ * `deadlineMs` has passed is cut.
+ */
+function registerShutdown(app: FastifyInstance, services: Services, deadlineMs: number): void {
+  let closing = false;
+  let deadline: NodeJS.Timeout | undefined;
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    if (closing) reply.header('connection', 'close');
+    done(null, payload);
+  });
+  app.addHook('preClose', async () => {
+    closing = true;
+    services.closeConnections();
+    deadline = setTimeout(() => app.server.closeAllConnections(), deadlineMs);
+    deadline.unref();
+    app.server.closeIdleConnections();
+  });
+  app.addHook('onClose', async () => clearTimeout(deadline));
 }

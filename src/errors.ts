@@ -52,6 +52,7 @@ export const errorCatalogue = {
   xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
   store_unavailable: { status: 503, title: 'The service\'s store is not reachable; try again shortly' },
   mailbox_full: { status: 507, title: 'The recipient\'s message store is full' },
+  identity_limit_reached: { status: 507, title: 'The account holds as many identities as it may' },
 } as const satisfies Record<string, { status: number; title: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

@@ -38,6 +38,11 @@ export function createMetrics() {
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers: [registry],
     }),
+    // Limits (docs/configuration.md "Limits"): running totals, so Prometheus counters.
+    rateLimited: new Counter({ name: 'tabwire_rate_limited_total', help: 'Requests refused with 429 by a rate limit or login throttle', labelNames: ['limit'] as const, registers: [registry] }),
+    quotaExceeded: new Counter({ name: 'tabwire_quota_exceeded_total', help: 'Requests refused with 507 because a stored quota is full', labelNames: ['limit'] as const, registers: [registry] }),
+    requestTimeouts: new Counter({ name: 'tabwire_request_timeouts_total', help: 'Connections cut because a request did not arrive whole in time (408)', registers: [registry] }),
+    purged: new Counter({ name: 'tabwire_purged_total', help: 'Rows deleted by the retention purge', labelNames: ['kind'] as const, registers: [registry] }),
   };
 }
 

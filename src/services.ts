@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { DestinationStream, Logger } from 'pino';
 import { Accounts } from './agent/accounts.js';
 import { EventHandlers } from './agent/handlers.js';
 import { Messaging } from './agent/messaging.js';
@@ -18,10 +18,13 @@ import type { Config } from './config/schema.js';
 import type { DeliveryFallback } from './bus/bus.js';
 import type { TabAddress } from './hub/address.js';
 import { Hub } from './hub/hub.js';
-import { refreshTabBindings, tabBindingRefreshMs } from './hub/binding-refresh.js';
+import { refreshTabBindings, tabBindingPurgeTask, tabBindingRefreshMs } from './hub/binding-refresh.js';
 import { TabRegistry } from './hub/registry.js';
 import type { ApplyOptions } from './identity/apply.js';
 import { ensureDevIdentity, type DevIdentity } from './identity/dev-identity.js';
+import { IdentityQuota, LIVE_STATES } from './identity/quota.js';
+import { Purge } from './retention/purge.js';
+import { retentionWindows, storeRetentionTasks } from './retention/tasks.js';
 import { QuickLogin } from './quicklogin/quicklogin.js';
 import { loadServerSigner, type ServerSigner } from './quicklogin/server-signer.js';
 import { openSqliteStore } from './store/sqlite.js';
@@ -36,6 +39,8 @@ export interface Deps {
   clock?: Clock;
   /** DNS for callback hosts; tests give one that answers without the network. */
   resolve?: Resolver;
+  /** Where the log goes (default: stdout); tests capture it. */
+  logStream?: DestinationStream;
 }
 
 /** The domain services of one node, reachable from HTTP plugins, tests and the CLI. */
@@ -51,6 +56,10 @@ export interface Services {
   tokens: TokenService;
   accounts: Accounts;
   apply: ApplyOptions;
+  /** Identities per agent account (config identitiesPerAccount). */
+  identityQuota: IdentityQuota;
+  /** The periodic retention purge; its tasks say what goes and when (docs/configuration.md "Retention"). */
+  purge: Purge;
   devIdentity: DevIdentity | undefined;
   registrations: BackendRegistrations;
   deliverer: CallbackDeliverer;
@@ -60,13 +69,17 @@ export interface Services {
   messaging: Messaging;
   /** The XMPP server connection, when one is configured. */
   xmpp: XmppComponent | undefined;
+  /**
+   * First step of shutdown: closes every tab connection now (held long-polls are answered, WebSockets
+   * closed with 1001), so in-flight HTTP requests are all that shutdown waits for. Idempotent.
+   */
+  closeConnections(): void;
   /** Stops what createServices started and closes what it opened (not what the caller supplied). */
   close(): Promise<void>;
 }
 
 const HUB_SWEEP_MS = 5_000;
 const LONG_POLL_GAP_MS = 10_000;
-const CODE_SWEEP_MS = 60_000;
 const TOKEN_KEY_RELOAD_MS = 60_000;
 
 /** Builds every domain service from the configuration; no HTTP here (ARCHITECTURE.md §1). */
@@ -108,9 +121,10 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     accounts: store.accounts,
     tokens,
     clock,
-    // docs/agent-api.md: the 6th failure within a minute for one account is refused; an address gets more room.
-    accountThrottle: new FailureThrottle(clock, 5, 60_000),
-    addressThrottle: new FailureThrottle(clock, 50, 60_000),
+    // docs/agent-api.md "Throttling": a few attempts per account and window; an address gets more room.
+    accountThrottle: new FailureThrottle(clock, config.loginAttemptsPerAccount, config.loginThrottleWindowSeconds * 1000),
+    addressThrottle: new FailureThrottle(clock, config.loginAttemptsPerAddress, config.loginThrottleWindowSeconds * 1000),
+    onLimited: (limit) => metrics.rateLimited.inc({ limit }),
   });
   const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
   const resolve = deps.resolve ?? systemResolver;
@@ -158,6 +172,18 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     validDays: config.identityValidDays,
     autoApprove: config.autoApproveIdentities,
   };
+  const identityQuota = new IdentityQuota({
+    count: (accountId) => store.identities.countFor(accountId, LIVE_STATES),
+    limit: config.identitiesPerAccount,
+    onRefused: () => metrics.quotaExceeded.inc({ limit: 'identities_per_account' }),
+  });
+  const purge = new Purge({
+    // Each kind of stored data with its retention window; further kinds join this list as PurgeTasks.
+    tasks: [...storeRetentionTasks(store, retentionWindows(config)), tabBindingPurgeTask(store.tabs, config.tabBindingRetentionSeconds * 1000)],
+    clock,
+    log: log.child({ module: 'retention' }),
+    onPurged: (kind, count) => metrics.purged.inc({ kind }, count),
+  });
   const router = new MessageRouter({
     componentDomain: config.xmppComponentDomain,
     accounts: store.accounts,
@@ -188,18 +214,23 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
 
+  let connectionsClosed = false;
+  const closeConnections = (): void => {
+    if (connectionsClosed) return;
+    connectionsClosed = true;
+    hub.close();
+  };
+
   const timers = [
     setInterval(() => hub.sweep(), HUB_SWEEP_MS),
     setInterval(() => {
-      refreshTabBindings(hub, store, clock, config.tabBindingRetentionSeconds * 1000).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed'));
+      refreshTabBindings(hub, store.tabs, clock).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed'));
     }, tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000)),
     // Picks up keys rotated by the CLI or another node, so the newest key signs everywhere.
     setInterval(() => tokens.reload().catch((err: unknown) => log.error({ err }, 'token key reload failed')), TOKEN_KEY_RELOAD_MS),
-    setInterval(() => {
-      quickLogin.sweep(config.codeValiditySeconds * 1000).catch((err: unknown) => log.error({ err }, 'code sweep failed'));
-    }, CODE_SWEEP_MS),
   ];
   for (const t of timers) t.unref();
+  purge.start(config.purgeIntervalSeconds * 1000);
   // Resumes pending callbacks left by a previous run (durable outbox).
   deliverer.start();
   // Not awaited: the service starts without its XMPP server and keeps reconnecting in the background.
@@ -217,6 +248,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     tokens,
     accounts,
     apply,
+    identityQuota,
+    purge,
     devIdentity,
     registrations,
     deliverer,
@@ -225,11 +258,13 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     router,
     messaging,
     xmpp,
+    closeConnections,
     async close() {
       for (const t of timers) clearInterval(t);
+      await purge.stop();
       await xmpp?.stop();
       await deliverer.stop();
-      hub.close();
+      closeConnections();
       if (!deps.bus) await bus.close();
       if (!deps.store) await store.close();
     },

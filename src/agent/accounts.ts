@@ -13,10 +13,12 @@ export interface AccountsOptions {
   accounts: AccountStore;
   tokens: TokenService;
   clock: Clock;
-  /** Failed logins per account name. */
+  /** Login attempts per account name. */
   accountThrottle: FailureThrottle;
   /** Failed logins per client address. */
   addressThrottle: FailureThrottle;
+  /** Told of every login refused by a throttle (metrics). */
+  onLimited?: (limit: 'login_account' | 'login_address') => void;
 }
 
 /** Agent accounts: creation, password login, token refresh (ARCHITECTURE.md §4). */
@@ -38,25 +40,46 @@ export class Accounts {
 
   /**
    * Checks the password and issues a token. Wrong user and wrong password get the same answer in
-   * the same time; failures are throttled per account and per address (429 with Retry-After).
+   * the same time; attempts are throttled per account and per address (429 with Retry-After). The
+   * attempt takes its throttle slots before the scrypt check, so N concurrent wrong passwords
+   * yield at most `limit` 401s and 429s for the rest (docs/agent-api.md "Throttling").
    */
   async login(input: { userName: string; password: string; seconds: number }, address: string): Promise<IssuedToken> {
     const accountKey = `account:${input.userName}`;
     const addressKey = `address:${address}`;
-    const wait = Math.max(this.o.accountThrottle.retryAfterMs(accountKey), this.o.addressThrottle.retryAfterMs(addressKey));
-    if (wait > 0) {
-      throw new TabwireError('rate_limited', 'Too many failed logins; try again later', { retryAfter: Math.ceil(wait / 1000) });
+    const { accountThrottle, addressThrottle } = this.o;
+    const accountWait = accountThrottle.retryAfterMs(accountKey);
+    const addressWait = addressThrottle.retryAfterMs(addressKey);
+    if (accountWait > 0 || addressWait > 0) {
+      this.o.onLimited?.(accountWait > 0 ? 'login_account' : 'login_address');
+      // RFC 9110 §10.2.3: Retry-After in whole seconds, rounded up so the client never comes back early.
+      throw new TabwireError('rate_limited', 'Too many login attempts; try again later', { retryAfter: Math.ceil(Math.max(accountWait, addressWait) / 1000) });
     }
-    const account = await this.o.accounts.byUserName(input.userName);
-    const ok = await verifyPassword(input.password, account?.passwordHash ?? (await DUMMY_HASH_PROMISE));
-    if (!account || !ok) {
-      this.o.accountThrottle.fail(accountKey);
-      this.o.addressThrottle.fail(addressKey);
-      throw new TabwireError('credentials_invalid');
+    // Checked and reserved in one synchronous turn: no concurrent attempt can slip in between.
+    accountThrottle.reserve(accountKey);
+    addressThrottle.reserve(addressKey);
+    let outcome: 'failed' | 'succeeded' | 'undecided' = 'undecided';
+    try {
+      const account = await this.o.accounts.byUserName(input.userName);
+      const ok = await verifyPassword(input.password, account?.passwordHash ?? (await DUMMY_HASH_PROMISE));
+      if (!account || !ok) {
+        outcome = 'failed';
+        throw new TabwireError('credentials_invalid');
+      }
+      if (account.state !== 'active') throw new TabwireError('account_disabled');
+      outcome = 'succeeded';
+      return await this.o.tokens.issue(account, input.seconds);
+    } finally {
+      // A failure keeps its slots. The right password clears the account's count (the person is back)
+      // and gives the address its slot back; anything else (disabled, store error) proved nothing.
+      if (outcome === 'succeeded') {
+        accountThrottle.reset(accountKey);
+        addressThrottle.release(addressKey);
+      } else if (outcome === 'undecided') {
+        accountThrottle.release(accountKey);
+        addressThrottle.release(addressKey);
+      }
     }
-    if (account.state !== 'active') throw new TabwireError('account_disabled');
-    this.o.accountThrottle.succeed(accountKey);
-    return this.o.tokens.issue(account, input.seconds);
   }
 
   /** A new token for the bearer of a valid one. */

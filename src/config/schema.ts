@@ -89,6 +89,36 @@ export const ConfigSchema = Type.Object(
     xmppComponentSecret: Type.Optional(Type.String({ minLength: 1 })),
     /** Messages one agent account may hold for PopMessages before new ones are refused. */
     messageQuotaPerAccount: Type.Integer({ default: 1000, minimum: 1, maximum: 1_000_000 }),
+    // Limits and retention (docs/configuration.md "Limits" explains the defaults).
+    /** QR requests per session cookie per minute (a tab refreshing its code every 2 s makes 30). */
+    qrRequestsPerSessionPerMinute: Type.Integer({ default: 300, minimum: 1, maximum: 1_000_000 }),
+    /** QR requests per client address per minute (many people may share one NAT address). */
+    qrRequestsPerAddressPerMinute: Type.Integer({ default: 6000, minimum: 1, maximum: 10_000_000 }),
+    /** Backend registrations and renewals per client address per minute. */
+    registrationsPerAddressPerMinute: Type.Integer({ default: 300, minimum: 1, maximum: 1_000_000 }),
+    /** Login attempts per user name in one throttle window before 429 (a success resets the count). */
+    loginAttemptsPerAccount: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
+    /** Failed login attempts per client address in one throttle window before 429. */
+    loginAttemptsPerAddress: Type.Integer({ default: 50, minimum: 1, maximum: 100_000 }),
+    loginThrottleWindowSeconds: Type.Integer({ default: 60, minimum: 1, maximum: 86_400 }),
+    /** Identities one agent account may hold (any state); ApplyId beyond it is refused with 507. */
+    identitiesPerAccount: Type.Integer({ default: 20, minimum: 1, maximum: 100_000 }),
+    /** Largest (and default) page of ListIdentities. */
+    identityPageSize: Type.Integer({ default: 20, minimum: 1, maximum: 1000 }),
+    /** How often the retention purge runs. */
+    purgeIntervalSeconds: Type.Integer({ default: 60, minimum: 1, maximum: 86_400 }),
+    /** Expired login codes are kept this long after expiry (at least attachmentUrlSeconds). */
+    codeRetentionSeconds: Type.Integer({ default: 300, minimum: 0, maximum: 604_800 }),
+    /** Expired backend registrations are kept this long after expiry (at least codeValiditySeconds). */
+    registrationRetentionSeconds: Type.Integer({ default: 300, minimum: 0, maximum: 604_800 }),
+    /** Callbacks (delivered, given up or abandoned) are kept this long after their retry window ends. */
+    callbackRetentionSeconds: Type.Integer({ default: 600, minimum: 0, maximum: 2_592_000 }),
+    /** A request must arrive whole (headers and body) within this time, else 408 and the connection closes. */
+    requestTimeoutSeconds: Type.Integer({ default: 60, minimum: 1, maximum: 3600 }),
+    /** The request headers must arrive within this time (never more than requestTimeoutSeconds). */
+    headersTimeoutSeconds: Type.Integer({ default: 15, minimum: 1, maximum: 3600 }),
+    /** Shutdown waits this long for requests in progress, then cuts the remaining connections. */
+    shutdownTimeoutSeconds: Type.Integer({ default: 10, minimum: 1, maximum: 600 }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },

@@ -3,12 +3,41 @@ import type { FastifyInstance } from 'fastify';
 import { ATTACHMENT_TYPES, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_PROPERTIES, type IdentityApplication } from '../identity/application.js';
 import { applyForIdentity, type ApplyOptions } from '../identity/apply.js';
 import { identityView } from '../identity/view.js';
+import type { IdentityQuota } from '../identity/quota.js';
 import { TabwireError } from '../errors.js';
+import type { IdentityCursor } from '../store/stores.js';
 
 export interface AgentLegalRoutesOptions {
   apply: ApplyOptions;
   guard: (request: any, reply: any) => Promise<void>;
+  /** Identities per account (ApplyId beyond it: 507). */
+  quota: IdentityQuota;
+  /** Largest and default page of ListIdentities. */
+  pageSize: number;
 }
+
+/** ListIdentities cursors are opaque to clients: base64url of `[created, id]` of the last identity of a page. */
+const encodeCursor = (c: IdentityCursor): string => Buffer.from(JSON.stringify([c.created, c.id])).toString('base64url');
+
+function decodeCursor(text: string): IdentityCursor {
+  try {
+    const value: unknown = JSON.parse(Buffer.from(text, 'base64url').toString('utf8'));
+    if (Array.isArray(value) && value.length === 2 && Number.isSafeInteger(value[0]) && typeof value[1] === 'string') {
+      return { created: value[0] as number, id: value[1] };
+    }
+  } catch {
+    // falls through to the refusal
+  }
+  throw new TabwireError('validation_failed', 'querystring/after is not a cursor this service gave out', {
+    errors: [{ pointer: '/after', detail: 'is not a cursor this service gave out' }],
+  });
+}
+
+const ListQuery = Type.Object({
+  // Query strings are not coerced (see app.ts), so numbers arrive as digits.
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,5}$' })),
+  after: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, pattern: '^[A-Za-z0-9_-]+$' })),
+});
 
 // base64 of MAX_ATTACHMENT_BYTES, rounded up.
 const MAX_BASE64 = Math.ceil(MAX_ATTACHMENT_BYTES / 3) * 4;
@@ -37,7 +66,8 @@ export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutes
     { preHandler: o.guard, bodyLimit: MAX_ATTACHMENTS * MAX_BASE64 + 64 * 1024, schema: { body: ApplySchema } },
     async (request, reply) => {
       const { signature, ...application } = request.body as IdentityApplication & { signature: string };
-      const identity = await applyForIdentity(o.apply, { id: request.agent!.accountId, userName: request.agent!.userName }, application, signature);
+      const account = { id: request.agent!.accountId, userName: request.agent!.userName };
+      const identity = await o.quota.within(account.id, () => applyForIdentity(o.apply, account, application, signature));
       return reply.code(201).send({ identity: identityView(identity) });
     },
   );
@@ -54,7 +84,22 @@ export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutes
     },
   );
 
-  app.get('/Agent/Legal/ListIdentities', { preHandler: o.guard }, async (request) => ({
-    identities: (await o.apply.store.identities.list(request.agent!.accountId)).map(identityView),
-  }));
+  /**
+   * One page of the account's identities, oldest first (docs/agent-api.md "Identities"): `limit`
+   * (default and at most identityPageSize), `after` = the `next` of the previous page. Without
+   * either, the first page: older clients that expect every identity get the first pageSize.
+   */
+  app.get('/Agent/Legal/ListIdentities', { preHandler: o.guard, schema: { querystring: ListQuery } }, async (request) => {
+    const query = request.query as { limit?: string; after?: string };
+    const limit = Math.min(query.limit === undefined ? o.pageSize : Number(query.limit), o.pageSize);
+    const after = query.after === undefined ? undefined : decodeCursor(query.after);
+    // One more than asked tells whether another page follows, without a count.
+    const rows = await o.apply.store.identities.page(request.agent!.accountId, limit + 1, after);
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return {
+      identities: page.map(identityView),
+      ...(rows.length > limit && last ? { next: encodeCursor({ created: last.created, id: last.id }) } : {}),
+    };
+  });
 }

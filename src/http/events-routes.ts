@@ -108,6 +108,9 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
       case 'idle':
         return reply.send([{ type: 'NOP' }]);
       case 'superseded':
+        // Shutdown: an empty 200 (the reference client shows any other answer to the person) on a closing
+        // connection, so the client's next poll opens a new one and reaches another node or a restarted one.
+        if (answer.reason === 'shutdown') return reply.header('connection', 'close').send([]);
         if (answer.reason === 'tab_session_mismatch') return sendProblem(reply, new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`), request.url);
         if (answer.reason === 'tab_limit_reached') {
           return sendProblem(reply, new TabwireError('tab_limit_reached', undefined, { retryAfter: o.tabIdleSeconds }), request.url);

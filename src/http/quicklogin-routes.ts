@@ -10,6 +10,7 @@ import { readPage, sendPage } from './pages-routes.js';
 import { checkOrigin } from './origin.js';
 import { hashSession, sessionIdOf } from './session.js';
 import { compileValidator } from './validate.js';
+import type { RequestLimits } from './request-limits.js';
 
 export interface QuickLoginRoutesOptions {
   quickLogin: QuickLogin;
@@ -20,6 +21,8 @@ export interface QuickLoginRoutesOptions {
   devIdentity: DevIdentity | undefined;
   /** How long after the signature the requesting page may fetch the result's attachments. */
   attachmentFreshMs: number;
+  /** Rate limits of QR requests and backend registrations (docs/configuration.md "Limits"). */
+  limits: RequestLimits;
 }
 
 /** A browser opening the signUrl wants the approval page; signing apps ask for JSON. */
@@ -83,16 +86,17 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   app.post('/QuickLogin', { schema: { body: Type.Object({}, { additionalProperties: true }) } }, async (request, reply) => {
     const body = request.body as Record<string, unknown>;
     if (kindOf(body) === 'registration') {
+      await o.limits.registration(request);
       // Server-to-server: no session and no Origin needed; the callback URL policy guards it.
       return reply.header('cache-control', 'no-store').send(await o.registrations.register(validateRegistration(body)));
     }
     const qrRequest = validateQrRequest(body);
     const origin = checkOrigin(request, o.allowedOrigins);
     const sessionId = sessionIdOf(request);
-    const response = await o.quickLogin.requestQr(qrRequest, {
-      origin,
-      sessionHash: sessionId === undefined ? null : hashSession(sessionId),
-    });
+    const sessionHash = sessionId === undefined ? null : hashSession(sessionId);
+    // Each QR request stores a code: counted per session and per address before anything is stored.
+    await o.limits.qr(request, sessionHash);
+    const response = await o.quickLogin.requestQr(qrRequest, { origin, sessionHash });
     return reply.header('cache-control', 'no-store').send(response);
   });
 

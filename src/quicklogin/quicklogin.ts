@@ -251,11 +251,6 @@ export class QuickLogin {
     });
   }
 
-  /** Removes codes that expired more than `graceMs` ago (expired codes still answer 410 until then). */
-  async sweep(graceMs: number): Promise<number> {
-    return this.o.store.codes.deleteExpired(this.o.clock.now() - graceMs);
-  }
-
   /**
    * An attachment of an approved result, for the page that asked: the request must carry the
    * session the code was issued to, within `freshMs` of the signature, and the attachment must be

@@ -143,6 +143,14 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('callbacks').addColumn('tab_session', 'varchar(64)').execute();
     },
   },
+  '0006_limits_and_retention': {
+    async up(db: Kysely<any>) {
+      // ListIdentities pages by (created_at, id) within an account; the purge deletes by expiry / deadline.
+      await db.schema.createIndex('identities_account_page').on('identities').columns(['account_id', 'created_at', 'id']).execute();
+      await db.schema.createIndex('service_registrations_expires_at').on('service_registrations').column('expires_at').execute();
+      await db.schema.createIndex('callbacks_deadline').on('callbacks').column('deadline').execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

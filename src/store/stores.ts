@@ -62,8 +62,18 @@ export interface IdentityStore {
   get(id: string): Promise<Identity | undefined>;
   /** All identities, or an account's own, oldest first. */
   list(accountId?: string): Promise<Identity[]>;
+  /** Up to `limit` of an account's identities, oldest first, after `after` (exclusive) when given. */
+  page(accountId: string, limit: number, after?: IdentityCursor): Promise<Identity[]>;
+  /** How many identities of an account are in one of `states`. */
+  countFor(accountId: string, states: readonly IdentityState[]): Promise<number>;
   /** Sets the state only if it is still `from`; returns whether it changed. */
   transition(id: string, from: IdentityState, to: IdentityState, now: number): Promise<boolean>;
+}
+
+/** A position in an account's identity list: the (created, id) of the last identity seen. */
+export interface IdentityCursor {
+  created: number;
+  id: string;
 }
 
 export interface ServerKey {
@@ -152,6 +162,8 @@ export interface ServiceRegistrationStore {
   get(serviceId: string): Promise<ServiceRegistration | undefined>;
   /** Sets a new expiry; returns false when the registration does not exist. */
   renew(serviceId: string, expiresAt: number): Promise<boolean>;
+  /** Removes registrations that expired before `before`; returns how many. */
+  deleteExpired(before: number): Promise<number>;
 }
 
 export type CallbackState = 'pending' | 'delivered' | 'gone' | 'expired';
@@ -201,6 +213,11 @@ export interface CallbackStore {
   reschedule(id: string, attempts: number, nextAttemptAt: number, error: string): Promise<void>;
   /** Ends a callback without delivery (`gone`: the backend said 410; `expired`: past its deadline). */
   finish(id: string, state: 'gone' | 'expired', attempts: number, error: string): Promise<void>;
+  /**
+   * Removes callbacks whose retry window (`deadline`) ended before `before`, in any state: delivered,
+   * given up, or left pending by a node that stopped. Returns how many.
+   */
+  deleteEnded(before: number): Promise<number>;
 }
 
 /** A message kept for an agent account until it is popped (ARCHITECTURE.md §4). */

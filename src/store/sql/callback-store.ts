@@ -116,6 +116,11 @@ export class SqlCallbackStore implements CallbackStore {
       .execute();
   }
 
+  async deleteEnded(before: number): Promise<number> {
+    const result = await this.db.deleteFrom('callbacks').where('deadline', '<', before).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   async finish(id: string, state: 'gone' | 'expired', attempts: number, error: string): Promise<void> {
     await this.db
       .updateTable('callbacks')

@@ -1,7 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Identity, IdentityState } from '../../identity/identity.js';
 import type { Database, IdentitiesTable } from '../schema.js';
-import type { IdentityStore } from '../stores.js';
+import type { IdentityCursor, IdentityStore } from '../stores.js';
 
 const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
   id: row.id,
@@ -52,6 +52,29 @@ export class SqlIdentityStore implements IdentityStore {
     if (accountId !== undefined) query = query.where('account_id', '=', accountId);
     const rows = await query.orderBy('created_at').execute();
     return rows.map(toIdentity);
+  }
+
+  async page(accountId: string, limit: number, after?: IdentityCursor): Promise<Identity[]> {
+    let query = this.db.selectFrom('identities').selectAll().where('account_id', '=', accountId);
+    // Keyset paging on (created_at, id): stable while identities are added, and an index walk, not an OFFSET scan.
+    if (after !== undefined) {
+      query = query.where((eb) =>
+        eb.or([eb('created_at', '>', after.created), eb.and([eb('created_at', '=', after.created), eb('id', '>', after.id)])]),
+      );
+    }
+    const rows = await query.orderBy('created_at').orderBy('id').limit(limit).execute();
+    return rows.map(toIdentity);
+  }
+
+  async countFor(accountId: string, states: readonly IdentityState[]): Promise<number> {
+    if (states.length === 0) return 0;
+    const row = await this.db
+      .selectFrom('identities')
+      .select((eb) => eb.fn.countAll<number | string>().as('n'))
+      .where('account_id', '=', accountId)
+      .where('state', 'in', [...states])
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
   }
 
   async transition(id: string, from: IdentityState, to: IdentityState, now: number): Promise<boolean> {

@@ -34,6 +34,11 @@ export class SqlServiceRegistrationStore implements ServiceRegistrationStore {
     );
   }
 
+  async deleteExpired(before: number): Promise<number> {
+    const result = await this.db.deleteFrom('service_registrations').where('expires_at', '<', before).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   async renew(serviceId: string, expiresAt: number): Promise<boolean> {
     const result = await this.db.updateTable('service_registrations').set({ expires_at: expiresAt }).where('service_id', '=', serviceId).executeTakeFirst();
     return Number(result.numUpdatedRows) === 1;
