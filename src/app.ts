@@ -17,6 +17,7 @@ import { healthRoutes } from './http/health-routes.js';
 import { pagesRoutes } from './http/pages-routes.js';
 import { problemOf, registerProblemHandlers } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
+import { ajvTextFormats } from './http/schema-text.js';
 import { createServices, type Deps, type Services } from './services.js';
 
 export type { Deps, Services } from './services.js';
@@ -42,7 +43,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     logger: { level: config.logLevel },
     bodyLimit: config.bodyLimitBytes,
     // Types are not coerced: "60" is not a number of seconds. All errors, so one answer names every bad field.
-    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+    // The text formats are the one rule for free text (http/schema-text.ts, docs/input.md).
+    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false, formats: ajvTextFormats } },
   }) as unknown as FastifyInstance;
   const log = app.log as unknown as Logger;
   const services = await createServices(config, deps, log);

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCatalogue, TabwireError, type ErrorCode } from '../errors.js';
+import { textFormatDetail } from './schema-text.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -33,13 +34,23 @@ export function sendProblem(reply: FastifyReply, error: TabwireError, instance?:
   return reply.code(error.status).type(PROBLEM_CONTENT_TYPE).header('cache-control', 'no-store').send(problemOf(error, instance));
 }
 
+/** RFC 6901 §3: `~` and `/` in a reference token are written `~0` and `~1`. */
+const pointerToken = (name: string): string => name.replace(/~/g, '~0').replace(/\//g, '~1');
+
+type AjvError = NonNullable<FastifyError['validation']>[number] & { propertyName?: string };
+
+/** One ajv error as `{pointer, detail}`: a bad property name points at the name, a text rule says what it refuses. */
+function describeValidation(v: AjvError): { pointer: string; detail: string } {
+  const at = v.propertyName === undefined ? v.instancePath : `${v.instancePath}/${pointerToken(v.propertyName)}`;
+  const detail = (v.keyword === 'format' && textFormatDetail(v.params.format)) || v.message || 'is not valid';
+  return { pointer: at === '' ? '/' : at, detail: v.propertyName === undefined ? detail : `property name ${detail}` };
+}
+
 /** Fastify's own refusals (body parsing, schema validation) mapped onto the catalogue. */
 function fromFastifyError(error: FastifyError): TabwireError | undefined {
   if (error.validation) {
-    const errors = error.validation.map((v) => ({
-      pointer: v.instancePath === '' ? '/' : v.instancePath,
-      detail: v.message ?? 'is not valid',
-    }));
+    // ajv adds a summary ("property name must be valid") after the error that says why; keep only the latter.
+    const errors = (error.validation as AjvError[]).filter((v) => v.keyword !== 'propertyNames').map(describeValidation);
     const detail = errors.map((e) => `${error.validationContext ?? 'body'}${e.pointer === '/' ? '' : e.pointer} ${e.detail}`).join('; ');
     return new TabwireError('validation_failed', detail, { errors });
   }
