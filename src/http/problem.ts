@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCatalogue, TabwireError, type ErrorCode } from '../errors.js';
 import { textFormatDetail } from './schema-text.js';
@@ -31,7 +32,48 @@ export function problemOf(error: TabwireError, instance?: string): Problem {
 export function sendProblem(reply: FastifyReply, error: TabwireError, instance?: string): FastifyReply {
   // RFC 9110 §10.2.3: a 429 says when to come back.
   if (typeof error.extra.retryAfter === 'number') reply.header('retry-after', String(error.extra.retryAfter));
-  return reply.code(error.status).type(PROBLEM_CONTENT_TYPE).header('cache-control', 'no-store').send(problemOf(error, instance));
+  return reply
+    .code(error.status)
+    .type(PROBLEM_CONTENT_TYPE)
+    .header('cache-control', 'no-store')
+    .header('x-content-type-options', 'nosniff')
+    .send(problemOf(error, instance));
+}
+
+/**
+ * A whole HTTP/1.1 problem+json response as text, for the places that answer on a raw socket (a refused
+ * WebSocket handshake, a request Node's parser refused): same body and headers as sendProblem, and the
+ * connection closes after it. `headers` adds fields the refusal needs (Allow, Sec-WebSocket-Version).
+ */
+export function rawProblemResponse(error: TabwireError, instance?: string, headers: Record<string, string> = {}): string {
+  const body = JSON.stringify(problemOf(error, instance));
+  const fields = {
+    'Content-Type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
+    'Content-Length': String(Buffer.byteLength(body)),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...(typeof error.extra.retryAfter === 'number' ? { 'Retry-After': String(error.extra.retryAfter) } : {}),
+    ...headers,
+    Connection: 'close',
+  };
+  const head = Object.entries(fields).map(([name, value]) => `${name}: ${value}\r\n`);
+  return `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\n${head.join('')}\r\n${body}`;
+}
+
+/**
+ * Fastify's `frameworkErrors`: refusals made before routing, which would otherwise answer Fastify's own JSON.
+ * find-my-way refuses a path it cannot percent-decode, and a parameter longer than `maxParamLength` (RFC 9110 §15.5.15).
+ */
+export function sendFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  switch (error.code) {
+    case 'FST_ERR_BAD_URL':
+      return sendProblem(reply, new TabwireError('url_malformed', 'The path does not decode: a % must start an escape of valid UTF-8 (RFC 3986 §2.1)'), request.url);
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return sendProblem(reply, new TabwireError('uri_too_long', 'A path parameter is longer than the service accepts'), request.url);
+    default:
+      request.log.error({ err: error }, 'unexpected framework error');
+      return sendProblem(reply, new TabwireError('internal_error'), request.url);
+  }
 }
 
 /** RFC 6901 §3: `~` and `/` in a reference token are written `~0` and `~1`. */
