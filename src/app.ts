@@ -15,7 +15,7 @@ import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
 import { pagesRoutes } from './http/pages-routes.js';
-import { clientErrorHandler } from './http/client-error.js';
+import { answerNodeRefusals, clientErrorHandler } from './http/client-error.js';
 import { preflightGuard } from './http/cors-preflight.js';
 import { rawProblemResponse, registerProblemHandlers, sendFrameworkError } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
@@ -58,6 +58,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   app.addHook('onClose', () => services.close());
 
   registerProblemHandlers(app);
+  answerNodeRefusals(app);
   // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script).
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');

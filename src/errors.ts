@@ -55,6 +55,7 @@ export const errorCatalogue = {
   xml_invalid: { status: 400, title: 'The XML payload is not valid' },
   rate_limited: { status: 429, title: 'Too many attempts; try again later' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
+  expectation_failed: { status: 417, title: 'The expectation in the Expect header is not supported' },
   internal_error: { status: 500, title: 'Internal error' },
   xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
   shutting_down: { status: 503, title: 'The service is shutting down' },

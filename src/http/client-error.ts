@@ -1,7 +1,8 @@
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
-import { rawProblemResponse } from './problem.js';
+import { problemOf, PROBLEM_CONTENT_TYPE, rawProblemResponse } from './problem.js';
 
 /** How long a refused connection may take to flush its answer before it is cut. */
 const FLUSH_MS = 5_000;
@@ -34,4 +35,37 @@ export function clientErrorHandler(this: FastifyInstance, error: NodeJS.ErrnoExc
   const cut = setTimeout(() => socket.destroy(), FLUSH_MS).unref();
   socket.once('close', () => clearTimeout(cut));
   socket.end(rawProblemResponse(problem), () => socket.destroy());
+}
+
+/**
+ * The answers Node's HTTP server gives by itself outside `clientError`, with an empty body, made problem+json:
+ * - RFC 9112 §3.2: an HTTP/1.1 request without Host is a 400. Node's own check is turned off and a hook
+ *   refuses it instead, with the catalogue's answer.
+ * - RFC 9110 §10.1.1: an Expect other than 100-continue is refused with 417.
+ * - RFC 9110 §9.3.6: CONNECT is for proxies; this service is none (Node would just drop the connection).
+ */
+export function answerNodeRefusals(app: FastifyInstance): void {
+  const server = app.server as Server & { requireHostHeader: boolean };
+  server.requireHostHeader = false;
+  app.addHook('onRequest', async (request) => {
+    if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) {
+      throw new TabwireError('request_malformed', 'An HTTP/1.1 request must carry a Host header (RFC 9112 §3.2)');
+    }
+  });
+  server.on('checkExpectation', (request: IncomingMessage, response: ServerResponse) => {
+    const error = new TabwireError('expectation_failed', 'Only "Expect: 100-continue" is supported');
+    const body = JSON.stringify(problemOf(error, (request.url ?? '/').split('?')[0]));
+    response.writeHead(error.status, {
+      'content-type': `${PROBLEM_CONTENT_TYPE}; charset=utf-8`,
+      'content-length': Buffer.byteLength(body),
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+      connection: 'close',
+    });
+    response.end(body);
+  });
+  server.on('connect', (_request: IncomingMessage, socket: Duplex) => {
+    socket.on('error', () => socket.destroy());
+    socket.end(rawProblemResponse(new TabwireError('method_not_allowed', 'CONNECT is not supported: this service is not a proxy'), undefined, { Allow: 'GET, POST' }));
+  });
 }

@@ -163,6 +163,20 @@ describe('framework errors are problem+json', () => {
     expectProblem(await raw('BREW /healthz HTCPCP/1.0\r\n\r\n'), 400, 'request_malformed');
   });
 
+  it('an HTTP/1.1 request without Host answered Node\'s empty 400', async () => {
+    expectProblem(await raw('GET /healthz HTTP/1.1\r\nConnection: close\r\n\r\n'), 400, 'request_malformed');
+    expect((await raw('GET /healthz HTTP/1.0\r\n\r\n')).status).toBe(200);
+  });
+
+  it('an Expect other than 100-continue answered Node\'s empty 417', async () => {
+    expectProblem(await raw('GET /healthz HTTP/1.1\r\nHost: x\r\nExpect: tea\r\nConnection: close\r\n\r\n'), 417, 'expectation_failed');
+  });
+
+  it('CONNECT was dropped without an answer', async () => {
+    const answer = await raw('CONNECT internal.example:443 HTTP/1.1\r\nHost: internal.example:443\r\n\r\n');
+    expectProblem(answer, 405, 'method_not_allowed');
+  });
+
   it('a path with bad percent-encoding (/QuickLogin/Sign/%zz) answered FST_ERR_BAD_URL JSON', async () => {
     const answer = await raw('GET /QuickLogin/Sign/%zz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     expectProblem(answer, 400, 'url_malformed');
