@@ -123,7 +123,8 @@ export class WebSocketUpgrade {
   }
 
   private refuse(socket: Duplex, refusal: Refusal, path: string): void {
-    if (socket.writable) socket.end(this.o.refusal(refusal.error, path, refusal.headers ?? {}));
+    // Closed once flushed: the server's sockets allow half-open, and a refused client may never end its side.
+    if (socket.writable) socket.end(this.o.refusal(refusal.error, path, refusal.headers ?? {}), () => socket.destroy());
     else socket.destroy();
   }
 
