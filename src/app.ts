@@ -15,10 +15,13 @@ import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
 import { pagesRoutes } from './http/pages-routes.js';
-import { problemOf, registerProblemHandlers } from './http/problem.js';
+import { answerNodeRefusals, clientErrorHandler } from './http/client-error.js';
+import { preflightGuard } from './http/cors-preflight.js';
+import { rawProblemResponse, registerProblemHandlers, sendFrameworkError } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
 import { registerRequestLimits } from './http/request-limits.js';
 import { serializeRequest } from './http/request-log.js';
+import { ajvTextFormats } from './http/schema-text.js';
 import { createServices, type Deps, type Services } from './services.js';
 
 export type { Deps, Services } from './services.js';
@@ -59,7 +62,11 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     logger: { level: config.logLevel, serializers: { req: serializeRequest }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
     bodyLimit: config.bodyLimitBytes,
     // Types are not coerced: "60" is not a number of seconds. All errors, so one answer names every bad field.
-    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false } },
+    // The text formats are the one rule for free text (http/schema-text.ts, docs/input.md).
+    ajv: { customOptions: { coerceTypes: false, allErrors: true, removeAdditional: false, formats: ajvTextFormats } },
+    // Refusals made before routing (bad percent-encoding, too long a parameter) and by Node's HTTP parser are problem+json too.
+    frameworkErrors: sendFrameworkError,
+    clientErrorHandler,
   }) as unknown as FastifyInstance;
   const log = app.log as unknown as Logger;
   const services = await createServices(config, deps, log);
@@ -73,9 +80,17 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   });
 
   registerProblemHandlers(app);
+  answerNodeRefusals(app);
+  // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script).
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    reply.header('x-content-type-options', 'nosniff');
+    done(null, payload);
+  });
   await app.register(cookie);
   // Cross-origin pages (page on host A, tabwire on host B) get CORS with credentials for allowed
   // origins only; any other origin gets no CORS headers, and its POSTs are refused by checkOrigin.
+  // Its preflight from a foreign origin is a 403 problem, an incomplete one a 400 (preflightGuard runs first).
+  app.addHook('onRequest', preflightGuard(config.allowedOrigins));
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin !== undefined && config.allowedOrigins.includes(origin)),
     credentials: true,
@@ -92,7 +107,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     pingTimeoutMs: config.pingTimeoutSeconds * 1000,
     decide: decideUpgrade(app, { allowedOrigins: config.allowedOrigins, cookies }),
     serve: (socket, sessionHash, alive) => serveWebSocket(socket, sessionHash, channel, alive),
-    problem: (error, path) => JSON.stringify(problemOf(error, path)),
+    refusal: rawProblemResponse,
   });
   app.decorate('websocketServer', upgrade.server);
   app.addHook('preClose', async () => upgrade.close());

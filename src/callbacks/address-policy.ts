@@ -17,11 +17,24 @@ export const systemResolver: Resolver = async (hostname) => (await lookup(hostna
 
 const refuse = (reason: string): TabwireError => new TabwireError('callback_url_refused', reason);
 
-/** The range an address falls in (ipaddr.js names), IPv4-mapped IPv6 judged as its IPv4. */
+/**
+ * The IPv4 address an IPv6 address carries in its last 32 bits when it is only another spelling of it:
+ * IPv4-mapped `::ffff:a.b.c.d` (RFC 4291 §2.5.5.2) and IPv4-compatible `::a.b.c.d` (§2.5.5.1, deprecated,
+ * but some stacks still reach the IPv4 host with it). `::` and `::1` are IPv6's own unspecified and loopback.
+ */
+function embeddedIPv4(address: ipaddr.IPv6): ipaddr.IPv4 | undefined {
+  const p = address.parts;
+  if (p[0] !== 0 || p[1] !== 0 || p[2] !== 0 || p[3] !== 0 || p[4] !== 0) return undefined;
+  if (p[5] === 0xffff) return address.toIPv4Address();
+  if (p[5] !== 0 || (p[6] === 0 && (p[7] === 0 || p[7] === 1))) return undefined;
+  return new ipaddr.IPv4([p[6]! >> 8, p[6]! & 0xff, p[7]! >> 8, p[7]! & 0xff]);
+}
+
+/** The range an address falls in (ipaddr.js names); an IPv6 spelling of an IPv4 address is judged as that IPv4. */
 function rangeOf(address: string): string {
-  let parsed = ipaddr.parse(address);
-  if (parsed.kind() === 'ipv6' && (parsed as ipaddr.IPv6).isIPv4MappedAddress()) parsed = (parsed as ipaddr.IPv6).toIPv4Address();
-  return parsed.range();
+  const parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv4') return parsed.range();
+  return (embeddedIPv4(parsed as ipaddr.IPv6) ?? parsed).range();
 }
 
 /**

@@ -1,9 +1,10 @@
-import { STATUS_CODES, type IncomingMessage, type Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
 import { closeCodes, TabwireError } from '../errors.js';
 import { EVENTS_SUBPROTOCOL } from '../protocol/frames.js';
+import { serveAsPlainRequest } from './plain-request.js';
 
 /** What the route decides about a handshake: a session to bind the socket to, or a refusal. */
 export type UpgradeDecision = { ok: true; sessionHash: string; setCookie?: string } | { ok: false; error: TabwireError };
@@ -17,9 +18,40 @@ export interface WebSocketUpgradeOptions {
   decide: (request: IncomingMessage) => UpgradeDecision;
   /** Serves an accepted socket; returns a function that records a sign of life (any frame). */
   serve: (socket: WebSocket, sessionHash: string, alive: () => void) => void;
-  /** Writes a refusal body (problem+json) for the handshake's response. */
-  problem: (error: TabwireError, path: string) => string;
+  /** A whole HTTP response refusing the handshake (problem+json), with the extra header fields given. */
+  refusal: (error: TabwireError, path: string, headers: Record<string, string>) => string;
 }
+
+/** RFC 6455 §4.2.1: the base64 of 16 random bytes. */
+const KEY_PATTERN = /^[+/0-9A-Za-z]{22}==$/;
+/** RFC 6455 §4.4: the one version spoken; a refusal names it in Sec-WebSocket-Version. */
+const VERSION = '13';
+
+type Refusal = { error: TabwireError; headers?: Record<string, string> };
+
+/** RFC 6455 §4.2.1-4.2.2: what makes a handshake malformed, checked here so `ws` never answers (it writes text/html). */
+function handshakeRefusal(request: IncomingMessage): Refusal | undefined {
+  if (request.method !== 'GET') {
+    return { error: new TabwireError('method_not_allowed', 'A WebSocket handshake is a GET request'), headers: { Allow: 'GET' } };
+  }
+  const version = request.headers['sec-websocket-version'];
+  if (version === undefined) {
+    const error = new TabwireError('websocket_handshake_invalid', 'The Sec-WebSocket-Version header is missing');
+    return { error, headers: { 'Sec-WebSocket-Version': VERSION } };
+  }
+  if (version.trim() !== VERSION) {
+    const error = new TabwireError('websocket_version_unsupported', `WebSocket version ${version} is not supported; use ${VERSION}`);
+    return { error, headers: { 'Sec-WebSocket-Version': VERSION } };
+  }
+  const key = request.headers['sec-websocket-key'];
+  if (key === undefined || !KEY_PATTERN.test(key)) {
+    return { error: new TabwireError('websocket_handshake_invalid', 'The Sec-WebSocket-Key header is missing or not the base64 of 16 bytes') };
+  }
+  return undefined;
+}
+
+/** RFC 6455 §4.2.1 item 3: a WebSocket handshake says `Upgrade: websocket` (case-insensitive); other upgrades are declined. */
+const wantsWebSocket = (request: IncomingMessage): boolean => request.headers.upgrade?.trim().toLowerCase() === 'websocket';
 
 /**
  * The `/ClientEventsWS` handshake, handled on the HTTP server's `upgrade` event with `ws` directly
@@ -32,9 +64,10 @@ export class WebSocketUpgrade {
   private readonly lastFrame = new Map<WebSocket, number>();
   private readonly pendingCookies = new WeakMap<IncomingMessage, string>();
   private readonly watchdog: NodeJS.Timeout;
+  private closing = false;
 
   constructor(
-    httpServer: Server,
+    private readonly httpServer: Server,
     private readonly o: WebSocketUpgradeOptions,
   ) {
     this.server = new WebSocketServer({
@@ -46,6 +79,11 @@ export class WebSocketUpgrade {
       const cookie = this.pendingCookies.get(request);
       if (cookie !== undefined) headers.push(`Set-Cookie: ${cookie}`);
     });
+    // What `ws` still refuses after handshakeRefusal (a Sec-WebSocket-Protocol it cannot parse) comes here
+    // instead of its text/html answer.
+    this.server.on('wsClientError', (error: Error, socket: Duplex, request: IncomingMessage) =>
+      this.refuse(socket, { error: new TabwireError('websocket_handshake_invalid', error.message) }, pathOf(request)),
+    );
     httpServer.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => this.onUpgrade(request, socket, head));
     this.watchdog = setInterval(() => this.closeSilent(), Math.min(5_000, o.pingTimeoutMs));
     this.watchdog.unref();
@@ -53,22 +91,27 @@ export class WebSocketUpgrade {
 
   /** Closes every socket and stops watching (shutdown). */
   close(): void {
+    this.closing = true;
     clearInterval(this.watchdog);
     for (const socket of this.server.clients) socket.close(closeCodes.goingAway, 'shutdown');
     this.server.close();
   }
 
   private onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {
+    const path = pathOf(request);
+    // Any other path, or another protocol (`Upgrade: h2c` from `curl --http2`), is an ordinary HTTP request.
+    if (path !== this.o.path || !wantsWebSocket(request)) return serveAsPlainRequest(this.httpServer, request, socket, head);
     socket.on('error', () => socket.destroy());
-    const path = (request.url ?? '/').split('?')[0]!;
-    if (path !== this.o.path) return this.refuse(socket, new TabwireError('not_found', `No WebSocket endpoint at ${path}`), path);
+    const malformed = handshakeRefusal(request);
+    if (malformed) return this.refuse(socket, malformed, path);
+    if (this.closing) return this.refuse(socket, { error: new TabwireError('shutting_down') }, path);
     let decision: UpgradeDecision;
     try {
       decision = this.o.decide(request);
     } catch (err) {
       decision = { ok: false, error: err instanceof TabwireError ? err : new TabwireError('internal_error') };
     }
-    if (!decision.ok) return this.refuse(socket, decision.error, path);
+    if (!decision.ok) return this.refuse(socket, { error: decision.error }, path);
     const { sessionHash, setCookie } = decision;
     if (setCookie !== undefined) this.pendingCookies.set(request, setCookie);
     this.server.handleUpgrade(request, socket, head, (ws) => {
@@ -79,15 +122,10 @@ export class WebSocketUpgrade {
     });
   }
 
-  private refuse(socket: Duplex, error: TabwireError, path: string): void {
-    const body = this.o.problem(error, path);
-    socket.end(
-      `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\n` +
-        'Content-Type: application/problem+json; charset=utf-8\r\n' +
-        `Content-Length: ${Buffer.byteLength(body)}\r\n` +
-        'Cache-Control: no-store\r\nConnection: close\r\n\r\n' +
-        body,
-    );
+  private refuse(socket: Duplex, refusal: Refusal, path: string): void {
+    // Closed once flushed: the server's sockets allow half-open, and a refused client may never end its side.
+    if (socket.writable) socket.end(this.o.refusal(refusal.error, path, refusal.headers ?? {}), () => socket.destroy());
+    else socket.destroy();
   }
 
   /** RFC 6455 leaves keep-alive to the application: a socket silent for pingTimeoutMs (3 pings) is closed. */
@@ -98,3 +136,5 @@ export class WebSocketUpgrade {
     }
   }
 }
+
+const pathOf = (request: IncomingMessage): string => (request.url ?? '/').split('?')[0]!;

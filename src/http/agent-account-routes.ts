@@ -5,6 +5,7 @@ import { USER_NAME_PATTERN, type Accounts } from '../agent/accounts.js';
 import type { TokenService } from '../agent/tokens.js';
 import { TabwireError } from '../errors.js';
 import type { ApiKeyStore } from '../store/stores.js';
+import { anyText, humanText } from './schema-text.js';
 
 export interface AgentAccountRoutesOptions {
   accounts: Accounts;
@@ -16,6 +17,8 @@ export interface AgentAccountRoutesOptions {
 
 // Lifetimes outside 1..3600 are clamped (docs/agent-api.md); the type is checked, not coerced.
 const seconds = Type.Number({ description: 'token lifetime in seconds, clamped to 1..3600' });
+// Any characters but unpaired surrogates, which UTF-8 cannot carry: two such passwords would hash alike (docs/input.md).
+const password = anyText({ minLength: 8, maxLength: 256 });
 const tokenAnswer = { 200: Type.Object({ jwt: Type.String(), expires: Type.Integer() }) };
 
 /** Agent API accounts and tokens (ARCHITECTURE.md §4). */
@@ -26,8 +29,8 @@ export async function agentAccountRoutes(app: FastifyInstance, o: AgentAccountRo
       schema: {
         body: Type.Object({
           userName: Type.String({ pattern: USER_NAME_PATTERN }),
-          password: Type.String({ minLength: 8, maxLength: 256 }),
-          eMail: Type.Optional(Type.String({ maxLength: 254, pattern: '^[^@\\s]+@[^@\\s]+$' })),
+          password,
+          eMail: Type.Optional(humanText({ maxLength: 254, pattern: '^[^@\\s]+@[^@\\s]+$' })),
         }),
       },
     },
@@ -46,7 +49,7 @@ export async function agentAccountRoutes(app: FastifyInstance, o: AgentAccountRo
     '/Agent/Account/Login',
     {
       schema: {
-        body: Type.Object({ userName: Type.String({ minLength: 1, maxLength: 64 }), password: Type.String({ minLength: 1, maxLength: 256 }), seconds }),
+        body: Type.Object({ userName: anyText({ minLength: 1, maxLength: 64 }), password: anyText({ minLength: 1, maxLength: 256 }), seconds }),
         response: tokenAnswer,
       },
     },

@@ -6,6 +6,8 @@ import { identityView } from '../identity/view.js';
 import type { IdentityQuota } from '../identity/quota.js';
 import { TabwireError } from '../errors.js';
 import type { IdentityCursor } from '../store/stores.js';
+import { PROPERTY_NAME } from '../identity/create.js';
+import { anyText, humanText } from './schema-text.js';
 
 export interface AgentLegalRoutesOptions {
   apply: ApplyOptions;
@@ -43,11 +45,16 @@ const ListQuery = Type.Object({
 const MAX_BASE64 = Math.ceil(MAX_ATTACHMENT_BYTES / 3) * 4;
 
 const ApplySchema = Type.Object({
-  properties: Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 1024 }), { maxProperties: MAX_PROPERTIES, minProperties: 1 }),
+  // TypeBox drops a Record key's own constraints (it becomes patternProperties), so names are checked by propertyNames.
+  properties: Type.Record(Type.String(), humanText({ maxLength: 1024 }), {
+    maxProperties: MAX_PROPERTIES,
+    minProperties: 1,
+    propertyNames: { type: 'string', pattern: PROPERTY_NAME.source },
+  }),
   attachments: Type.Optional(
     Type.Array(
       Type.Object({
-        fileName: Type.String({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\\\u0000-\\u001f]+$' }),
+        fileName: humanText({ minLength: 1, maxLength: 255, pattern: '^[^/\\\\]+$' }),
         contentType: Type.Union(ATTACHMENT_TYPES.map((t) => Type.Literal(t))),
         content: Type.String({ minLength: 1, maxLength: MAX_BASE64, pattern: '^[A-Za-z0-9+/]+={0,2}$' }),
       }),
@@ -74,7 +81,7 @@ export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutes
 
   app.get(
     '/Agent/Legal/GetIdentity',
-    { preHandler: o.guard, schema: { querystring: Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) }) } },
+    { preHandler: o.guard, schema: { querystring: Type.Object({ id: anyText({ minLength: 1, maxLength: 255 }) }) } },
     async (request) => {
       const { id } = request.query as { id: string };
       const identity = await o.apply.store.identities.get(id);

@@ -6,6 +6,7 @@ import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
 import { TAB_ID_PATTERN } from '../protocol/frames.js';
 import type { TabStore } from '../store/stores.js';
+import { anyText, humanText, multilineText, xmlText } from './schema-text.js';
 import { hashSession, sessionIdOf } from './session.js';
 
 export interface AgentXmppRoutesOptions {
@@ -18,8 +19,9 @@ export interface AgentXmppRoutesOptions {
   guard: (request: any, reply: any) => Promise<void>;
 }
 
-const JID = Type.String({ minLength: 3, maxLength: 3071, pattern: '^[^@/\\s]+@[^@/\\s]+(/.*)?$' });
-const optionalName = Type.Optional(Type.String({ maxLength: 256 }));
+// RFC 7622 §3.2-3.4: no part of a JID may hold control characters (PRECIS IdentifierClass / OpaqueString).
+const JID = humanText({ minLength: 3, maxLength: 3071, pattern: '^[^@/\\s]+@[^@/\\s]+(/.*)?$' });
+const optionalName = Type.Optional(humanText({ maxLength: 256 }));
 
 /** The Agent API's XMPP group (SPEC.md "RegisterEventHandler", ARCHITECTURE.md §4). */
 export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOptions): Promise<void> {
@@ -31,7 +33,7 @@ export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOp
         body: Type.Object({
           localName: optionalName,
           namespace: optionalName,
-          type: Type.Optional(Type.String({ maxLength: 16 })),
+          type: Type.Optional(humanText({ maxLength: 16 })),
           // The event type the page subscribes to with Events.on; "" removes this selector.
           function: Type.Optional(Type.String({ maxLength: 64, pattern: '^([A-Za-z][A-Za-z0-9_.]*)?$' })),
           tabId: Type.String({ pattern: TAB_ID_PATTERN.source }),
@@ -71,9 +73,10 @@ export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOp
       schema: {
         body: Type.Object({
           to: JID,
-          message: Type.String({ maxLength: 65_536 }),
-          subject: Type.Optional(Type.String({ maxLength: 1024 })),
-          id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+          // The body is the one field that may span lines (tab, LF, CR); all become stanza content (docs/input.md).
+          message: multilineText({ maxLength: 65_536 }),
+          subject: Type.Optional(humanText({ maxLength: 1024 })),
+          id: Type.Optional(xmlText({ minLength: 1, maxLength: 128 })),
         }),
       },
     },
@@ -89,7 +92,7 @@ export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOp
 
   app.post(
     '/Agent/Xmpp/SendXmlMessage',
-    { preHandler: o.guard, schema: { body: Type.Object({ to: JID, xml: Type.String({ minLength: 1, maxLength: 65_536 }) }) } },
+    { preHandler: o.guard, schema: { body: Type.Object({ to: JID, xml: anyText({ minLength: 1, maxLength: 65_536 }) }) } },
     async (request) => {
       const body = request.body as { to: string; xml: string };
       const parsed = o.parseXml(body.xml);

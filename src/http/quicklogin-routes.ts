@@ -9,6 +9,7 @@ import type { DevIdentity } from '../identity/dev-identity.js';
 import { readPage, sendPage } from './pages-routes.js';
 import { checkOrigin } from './origin.js';
 import { hashSession, sessionIdOf } from './session.js';
+import { anyText, humanText } from './schema-text.js';
 import { compileValidator } from './validate.js';
 import type { RequestLimits } from './request-limits.js';
 
@@ -37,21 +38,22 @@ function prefersHtml(accept: string | undefined): boolean {
 const validateQrRequest = compileValidator(
   Type.Object({
     mode: Type.Union(QR_MODES.map((m) => Type.Literal(m))),
-    purpose: Type.String({ minLength: 1, maxLength: 1024 }),
-    serviceId: Type.String({ maxLength: 128 }),
+    // Shown to the person who signs (docs/signing.md): one line of text.
+    purpose: humanText({ minLength: 1, maxLength: 1024 }),
+    serviceId: anyText({ maxLength: 128 }),
     tab: Type.String({ maxLength: 64, pattern: '^([A-Za-z0-9_-]{8,64})?$' }),
     agentApiTimeout: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    propertyFilter: Type.Optional(Type.String({ maxLength: 1024 })),
-    attachmentFilter: Type.Optional(Type.String({ maxLength: 1024 })),
+    propertyFilter: Type.Optional(anyText({ maxLength: 1024 })),
+    attachmentFilter: Type.Optional(anyText({ maxLength: 1024 })),
   }),
 );
 
 // SPEC.md "Backend registration".
 const validateRegistration = compileValidator(
   Type.Object({
-    service: Type.String({ minLength: 1, maxLength: 2048 }),
-    sessionId: Type.String({ minLength: 1, maxLength: 256 }),
-    serviceId: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    service: anyText({ minLength: 1, maxLength: 2048 }),
+    sessionId: anyText({ minLength: 1, maxLength: 256 }),
+    serviceId: Type.Optional(anyText({ minLength: 1, maxLength: 128 })),
     // Additive: a Standard Webhooks symmetric secret the backend chose; callbacks then carry a `v1` signature too.
     webhookSecret: Type.Optional(Type.String({ pattern: '^whsec_[A-Za-z0-9+/]{32,256}={0,2}$' })),
   }),
@@ -140,7 +142,7 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
       schema: {
         params: codeParam,
         body: Type.Object({
-          legalId: Type.String({ minLength: 1, maxLength: 255 }),
+          legalId: anyText({ minLength: 1, maxLength: 255 }),
           signature: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9+/]+={0,2}$' }),
           decision: Type.Union([Type.Literal('approve'), Type.Literal('reject')]),
         }),

@@ -60,6 +60,8 @@ function isContent(el: xml.Element): boolean {
  * throws when a child is not acceptable XML (see parseXmlPayload) or text holds characters XML forbids.
  */
 export function buildMessageStanza(message: OutboundMessage): xml.Element {
+  // ltx escapes markup but writes any character as is; one XML 1.0 forbids would break the stream (RFC 6120 §4.9.3.12).
+  for (const value of [message.from, message.to, message.type, message.id]) if (value !== undefined) assertXmlText(value);
   const stanza = xml('message', { from: message.from, to: message.to, type: message.type, id: message.id });
   for (const child of message.children) {
     switch (child.kind) {

@@ -71,9 +71,14 @@ const NCNAME = /^[\p{L}_][\p{L}\p{N}_.\-\u00B7\u0300-\u036F\u203F-\u2040]*$/u;
 /** Characters XML 1.0 forbids (§2.2); ltx would write them out unescaped. With `u`, the surrogate range matches only lone ones. */
 const ILLEGAL_CHARS = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uD800-\uDFFF\uFFFE\uFFFF]/u;
 
+/** Whether a string can appear in XML 1.0 text or attribute values (§2.2 `Char`). */
+export function isXmlText(text: string): boolean {
+  return !ILLEGAL_CHARS.test(text);
+}
+
 /** Throws when a string cannot appear in XML 1.0 text or attribute values. */
 export function assertXmlText(text: string): void {
-  if (ILLEGAL_CHARS.test(text)) throw new Error('text contains characters not allowed in XML');
+  if (!isXmlText(text)) throw new Error('text contains characters not allowed in XML');
 }
 
 /**
