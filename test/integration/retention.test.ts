@@ -92,7 +92,7 @@ describe('retention purge (expired registrations, codes and finished callbacks w
 
     clock.advance(6 * MINUTE); // t0+16 min
     const deleted = await service.app.tabwire.purge.run();
-    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3 });
+    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, tab_bindings: 0 });
 
     expect(await store.codes.get(oldCode.code)).toBeUndefined();
     expect(await store.codes.get(youngCode.code)).toBeDefined();
@@ -103,9 +103,9 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     expect(await metric(service, 'tabwire_purged_total{kind="callbacks"}')).toBe(3);
 
     // Running again deletes nothing more; later, the rest goes too.
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, tab_bindings: 0 });
     clock.advance(20 * MINUTE);
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, tab_bindings: 0 });
   }, 30_000);
 
   it('keeps what other features still need: a registration while codes issued under it may be signed, an approved code while its attachments are served', async () => {
