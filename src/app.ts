@@ -147,8 +147,10 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     parseXml: parseXmlPayload,
     guard,
   });
-  await app.register(pagesRoutes);
-  await app.register(eventsScriptRoutes);
+  // Both hand out the session cookie, so a page's first QR request carries it even when the event
+  // channel's handshake is still under way (docs/events.md "QR requests and the tab").
+  await app.register(pagesRoutes, { cookies });
+  await app.register(eventsScriptRoutes, { cookies });
   return app;
 }
 

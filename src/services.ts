@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { DestinationStream, Logger } from 'pino';
 import { Accounts } from './agent/accounts.js';
 import { EventHandlers } from './agent/handlers.js';
@@ -17,6 +18,7 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config/schema.js';
 import type { DeliveryFallback } from './bus/bus.js';
 import type { TabAddress } from './hub/address.js';
+import { EventTypes } from './protocol/events.js';
 import { Hub } from './hub/hub.js';
 import { refreshTabBindings, tabBindingPurgeTask, tabBindingRefreshMs } from './hub/binding-refresh.js';
 import { TabRegistry } from './hub/registry.js';
@@ -80,6 +82,8 @@ export interface Services {
 
 const HUB_SWEEP_MS = 5_000;
 const LONG_POLL_GAP_MS = 10_000;
+/** A cookie-less QR request that beats its tab's Register waits this long for it (the reference script asks after 500 ms). */
+const TAB_REGISTRATION_WAIT_MS = 3_000;
 const TOKEN_KEY_RELOAD_MS = 60_000;
 
 /** Builds every domain service from the configuration; no HTTP here (ARCHITECTURE.md §1). */
@@ -89,6 +93,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const bus = deps.bus ?? new MemoryBus(log.child({ module: 'bus' }));
   const handlers = new EventHandlers(config.handlersPerTab);
   const metrics = createMetrics();
+  // Changes when the service restarts, or with each deployment generation when the operator sets it.
+  const instanceId = config.instanceId ?? randomBytes(12).toString('base64url');
   // The router is made below; the hub hands it the XMPP events a tab could not take.
   let storeUndelivered: (fallback: DeliveryFallback) => Promise<void> = async () => undefined;
   const hub = new Hub({
@@ -101,6 +107,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     // The reference client polls again at once after an answer, or 5 s after an error.
     longPollGapMs: LONG_POLL_GAP_MS,
     maxTabsPerSession: config.tabsPerSession,
+    // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
+    greeting: () => ({ type: EventTypes.CheckServerInstance, data: instanceId }),
     counters: metrics.hubCounters,
     onFallback: (fallback) => {
       storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed'));
@@ -145,6 +153,14 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     totalTimeoutMs: config.callbackTimeoutMs,
     pollMs: config.callbackPollMs,
   });
+  const registry = new TabRegistry({
+    tabs: store.tabs,
+    codes: store.codes,
+    hub,
+    clock,
+    resultReplayMs: config.outboxMaxAgeSeconds * 1000,
+    registrationWaitMs: TAB_REGISTRATION_WAIT_MS,
+  });
   const quickLogin = new QuickLogin({
     backend: backendMode({
       registrations,
@@ -162,6 +178,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     codeValidityMs: config.codeValiditySeconds * 1000,
     modulePixels: config.qrModulePixels,
     allowCookielessQrRequests: config.allowCookielessQrRequests,
+    awaitTab: (tabId) => registry.awaitRegistration(tabId),
     issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
   });
   const apply: ApplyOptions = {
@@ -242,7 +259,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     store,
     bus,
     hub,
-    registry: new TabRegistry(store.tabs, hub, clock),
+    registry,
     quickLogin,
     signer,
     tokens,

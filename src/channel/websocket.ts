@@ -30,7 +30,21 @@ class WebSocketConnection implements TabConnection {
   }
 
   close(code: number, reason: string): void {
+    if (code === closeCodes.goingAway) return this.failForReconnect();
     this.socket.close(code, reason);
+  }
+
+  /**
+   * Shutdown only (docs/events.md "Restarts"). The older reference event script reconnects only after
+   * a socket `error` and has no close handler, so a clean close (1001) would leave its page deaf for
+   * good, and so would an abrupt TCP close (browsers fire only `close` 1006 for it). A text frame whose
+   * payload is not UTF-8 makes the browser fail the connection (RFC 6455 §8.1), which fires `error`
+   * and then `close`: that page retries after 5 s and finds the restarted service. Newer clients
+   * reconnect on any close, so they are not harmed.
+   */
+  private failForReconnect(): void {
+    if (!this.open) return this.socket.terminate();
+    this.socket.send(Buffer.from([0xff]), { binary: false }, () => this.socket.terminate());
   }
 }
 
@@ -60,7 +74,7 @@ export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketC
     switch (frame.cmd) {
       case 'Register': {
         if (address !== undefined && address.tabId !== frame.tabId) return socket.close(closeCodes.frameInvalid, 'tab_already_registered');
-        const outcome = await o.registry.register(frame.tabId, session, connection, frame.lastEventId);
+        const outcome = await o.registry.register(frame.tabId, session, connection, frame.location, frame.lastEventId);
         if (outcome === 'conflict') return socket.close(closeCodes.tabSessionMismatch, 'tab_session_mismatch');
         if (outcome === 'too_many_tabs') return socket.close(closeCodes.tabLimitReached, 'tab_limit_reached');
         address = { tabId: frame.tabId, session };

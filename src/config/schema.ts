@@ -41,6 +41,11 @@ export const ConfigSchema = Type.Object(
     handlersPerTab: Type.Integer({ default: 32, minimum: 1, maximum: 10_000 }),
     /** A tab binding no live connection has refreshed for this long (left by a stopped process) is deleted. */
     tabBindingRetentionSeconds: Type.Integer({ default: 600, minimum: 120, maximum: 86_400 }),
+    /**
+     * The id pages are told in `CheckServerInstance` after Register; they reload when it changes. Default:
+     * a new random id at every start. Several nodes of one deployment set the same value per generation.
+     */
+    instanceId: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_.-]{1,64}$' })),
     /** PEM certificate chain and key files: when both are set the service serves HTTPS itself. */
     tlsCertFile: Type.Optional(Type.String({ minLength: 1 })),
     tlsKeyFile: Type.Optional(Type.String({ minLength: 1 })),

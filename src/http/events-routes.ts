@@ -86,7 +86,9 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
       timer = setTimeout(() => connection.idle(), o.longPollHoldMs);
       // A response closed before it was answered: the client went away. What reaches the tab now waits in its outbox.
       reply.raw.on('close', () => connection.close(0, 'client_gone'));
-      registry.register(tabId, sessionHash, connection, lastEventId).then(
+      // The body is the page location (reference client): its origin is what cookie-less QR requests must come from.
+      const location = typeof request.body === 'string' ? request.body.slice(0, 4096) : '';
+      registry.register(tabId, sessionHash, connection, location, lastEventId).then(
         (outcome) => {
           if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
           hub.touch(address);
@@ -116,7 +118,9 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
           return sendProblem(reply, new TabwireError('tab_limit_reached', undefined, { retryAfter: o.tabIdleSeconds }), request.url);
         }
         if (answer.reason === 'internal_error') return sendProblem(reply, new TabwireError('internal_error'), request.url);
-        return sendProblem(reply, new TabwireError('poll_superseded', `This poll was answered because ${answer.reason === 'replaced' ? 'a newer connection of the tab took over' : answer.reason}`), request.url);
+        // Superseded (more live polls of the tab than it may have) or the client went away: an empty 200,
+        // never an error the reference client would show; it polls again.
+        return reply.send([]);
     }
   });
 }

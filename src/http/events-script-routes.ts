@@ -3,14 +3,18 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { packageRoot } from '../package-root.js';
+import { handOutSession, type CookiePolicy } from './session.js';
 
 export interface EventsScriptRoutesOptions {
+  /** The session cookie is handed out with the script (see handOutSession). */
+  cookies: CookiePolicy;
   /** The built script; default `dist/public/Events.js` under the package root (found from src/ and dist/ alike). */
   bundlePath?: string;
 }
 
 /** Browsers refetch at most every 5 minutes; a deploy reaches open pages on their next load. */
 const CACHE_CONTROL = 'public, max-age=300';
+const PRIVATE_CACHE_CONTROL = 'private, max-age=300';
 
 /**
  * RFC 9110 §13.1.2: If-None-Match matches on `*` or any listed tag, compared weakly (a `W/`
@@ -27,7 +31,7 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
  * `GET /Events.js` (SPEC.md "GET {base_url}/Events.js"): the bundle built by
  * scripts/build-browser.mjs, read once here, with a strong ETag so a revalidation is a 304.
  */
-export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRoutesOptions = {}): Promise<void> {
+export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRoutesOptions): Promise<void> {
   const file = o.bundlePath ?? path.join(packageRoot(), 'dist', 'public', 'Events.js');
   let script: Buffer;
   try {
@@ -44,11 +48,14 @@ export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRo
   const headers = (reply: FastifyReply): FastifyReply =>
     reply
       .header('etag', etag)
-      .header('cache-control', CACHE_CONTROL)
+      .header('cache-control', reply.getHeader('cache-control') ?? CACHE_CONTROL)
       .header('x-content-type-options', 'nosniff')
       .header('cross-origin-resource-policy', 'cross-origin');
 
   app.get('/Events.js', async (request, reply) => {
+    // A page loading the script gets its session now, before its event channel is up: its first QR
+    // request carries it. A response that sets a cookie must never be stored by a shared cache.
+    if (handOutSession(request, reply, o.cookies)) reply.header('cache-control', PRIVATE_CACHE_CONTROL);
     const ifNoneMatch = request.headers['if-none-match'];
     if (ifNoneMatchHits(ifNoneMatch, etag)) return headers(reply).code(304).send();
     return headers(reply).type('text/javascript; charset=utf-8').send(script);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { packageRoot } from '../package-root.js';
+import { handOutSession, type CookiePolicy } from './session.js';
 
 /** Pages are static; everything dynamic comes from the JSON API and is rendered with textContent. */
 const CONTENT_SECURITY_POLICY =
@@ -27,10 +28,16 @@ export function sendPage(reply: FastifyReply, html: Buffer): FastifyReply {
     .send(html);
 }
 
-/** The demo page at `/` and its assets (ARCHITECTURE.md §5, embedded default). */
-export async function pagesRoutes(app: FastifyInstance): Promise<void> {
+/**
+ * The demo page at `/` and its assets (docs/events.md). The page hands out the session cookie, so its
+ * first QR request carries it even before the event channel is up.
+ */
+export async function pagesRoutes(app: FastifyInstance, o: { cookies: CookiePolicy }): Promise<void> {
   const index = readPage('index.html');
-  app.get('/', async (_request, reply) => sendPage(reply, index));
+  app.get('/', async (request, reply) => {
+    handOutSession(request, reply, o.cookies);
+    return sendPage(reply, index);
+  });
   for (const [path, asset] of Object.entries(ASSETS)) {
     const content = readPage(asset.file);
     app.get(path, async (_request, reply) =>

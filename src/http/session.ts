@@ -50,3 +50,13 @@ export function ensureSession(request: FastifyRequest, reply: FastifyReply, poli
   }
   return hashSession(sessionId);
 }
+
+/**
+ * Sets the session cookie on `reply` when the request carries none (pages and scripts of the
+ * service): returns whether it did, so a response that sets it is never stored by a shared cache.
+ */
+export function handOutSession(request: FastifyRequest, reply: FastifyReply, policy: CookiePolicy): boolean {
+  if (sessionIdOf(request) !== undefined) return false;
+  reply.setCookie(SESSION_COOKIE, newSessionId(), sessionCookieOptions(policy));
+  return true;
+}

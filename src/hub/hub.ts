@@ -10,7 +10,11 @@ import { Outbox, type UnsentEvent } from './outbox.js';
 
 interface LocalTab {
   address: TabAddress;
-  connection: TabConnection | undefined;
+  /**
+   * Every live connection of the tab in its session: a duplicated browser tab keeps `window.name`,
+   * so two pages may hold one tab; each receives the tab's events (fan-out), nobody is kicked out.
+   */
+  connections: Set<TabConnection>;
   /** Transport of the latest connection: a long-poll tab between two polls is still live. */
   transport: TabConnection['transport'] | undefined;
   outbox: Outbox;
@@ -46,6 +50,11 @@ export interface HubOptions {
   longPollGapMs: number;
   /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
   maxTabsPerSession: number;
+  /**
+   * An event every WebSocket Register (and the first connection of a tab new here) is told first:
+   * `CheckServerInstance` with this service instance's id, so pages notice a restart.
+   */
+  greeting?: () => TabEvent;
   counters?: HubCounters;
   /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
   onFallback: (fallback: DeliveryFallback) => void;
@@ -61,7 +70,11 @@ export interface HubSnapshot {
   connected: number;
 }
 
-export type AttachOutcome = 'attached' | 'too_many_tabs';
+/** `created`: the tab is new here (first Register, or after a restart or idle expiry); `attached`: it was known. */
+export type AttachOutcome = 'created' | 'attached' | 'too_many_tabs';
+
+/** Live connections one tab of a session may have at once; one more closes the oldest ('replaced'). */
+export const MAX_CONNECTIONS_PER_TAB = 8;
 
 /**
  * The local hub: live tabs of this node only. Domain code reaches a browser through `deliver`
@@ -89,33 +102,41 @@ export class Hub implements Delivery {
   }
 
   /**
-   * Makes `connection` the tab's live connection (a previous one is closed as replaced) and writes
-   * what the tab has missed. `lastEventId` is the last id the client says it saw. A connection
-   * that closed meanwhile (the client left during its Register) is not attached.
+   * Adds `connection` to the tab's live connections and writes what the tab has missed to it.
+   * `lastEventId` is the last id the client says it saw. A connection that closed meanwhile (the
+   * client left during its Register) is not attached.
    */
   attach(address: TabAddress, connection: TabConnection, lastEventId?: number): AttachOutcome {
     const now = this.o.clock.now();
     let tab = this.tabs.get(addressKey(address));
+    const created = tab === undefined;
     if (!tab) {
       if ((this.perSession.get(address.session) ?? 0) >= this.o.maxTabsPerSession) return 'too_many_tabs';
       tab = this.create(address, now);
     }
     tab.held = true;
     tab.lastSeen = now;
-    if (!connection.open) return 'attached';
-    const previous = tab.connection;
-    tab.connection = connection;
+    const outcome = created ? 'created' : 'attached';
+    if (!connection.open) return outcome;
+    this.prune(tab);
+    if (!tab.connections.has(connection)) {
+      if (tab.connections.size >= MAX_CONNECTIONS_PER_TAB) {
+        const oldest = tab.connections.values().next().value!;
+        tab.connections.delete(oldest);
+        oldest.close(closeCodes.replaced, 'replaced');
+      }
+      tab.connections.add(connection);
+    }
     tab.transport = connection.transport;
-    if (previous && previous !== connection) previous.close(closeCodes.replaced, 'replaced');
-    this.flush(tab, lastEventId);
-    return 'attached';
+    this.flushTo(tab, connection, lastEventId);
+    if (this.o.greeting && (created || connection.transport === 'websocket')) this.push(tab, this.o.greeting(), undefined, now);
+    return outcome;
   }
 
   /** The connection went away; the tab stays (and buffers) until it is idle for tabIdleMs. */
   detach(address: TabAddress, connection: TabConnection): void {
     const tab = this.tabs.get(addressKey(address));
-    if (tab?.connection !== connection) return;
-    tab.connection = undefined;
+    if (!tab?.connections.delete(connection)) return;
     tab.lastSeen = this.o.clock.now();
   }
 
@@ -133,7 +154,7 @@ export class Hub implements Delivery {
   release(address: TabAddress): void {
     const tab = this.tabs.get(addressKey(address));
     if (!tab) return;
-    tab.connection = undefined;
+    tab.connections.clear();
     tab.held = false;
     tab.lastSeen = this.o.clock.now();
     this.o.onRelease?.(address);
@@ -148,14 +169,16 @@ export class Hub implements Delivery {
   isConnected(address: TabAddress): boolean {
     const tab = this.tabs.get(addressKey(address));
     if (!tab?.held) return false;
-    if (tab.connection?.open) return true;
+    if (this.hasOpen(tab)) return true;
     return tab.transport === 'long-poll' && this.o.clock.now() - tab.lastSeen < this.o.longPollGapMs;
   }
 
-  /** One tab's state here (diagnostics and tests): held by its session, a connection attached now, last sign of life. */
-  state(address: TabAddress): { held: boolean; connected: boolean; lastSeen: number } | undefined {
+  /** One tab's state here (diagnostics and tests): held by its session, live connections now, last sign of life. */
+  state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number } | undefined {
     const tab = this.tabs.get(addressKey(address));
-    return tab && { held: tab.held, connected: tab.connection?.open === true, lastSeen: tab.lastSeen };
+    if (!tab) return undefined;
+    this.prune(tab);
+    return { held: tab.held, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
   }
 
   /** Forgets idle tabs and expires old buffered events. Called on a timer and by tests with a moved clock. */
@@ -163,13 +186,13 @@ export class Hub implements Delivery {
     const now = this.o.clock.now();
     for (const tab of this.tabs.values()) {
       this.settleUnsent(tab.outbox.expire(now), 'expired');
-      if (!tab.connection?.open && now - tab.lastSeen >= this.o.tabIdleMs) this.forget(tab);
+      if (!this.hasOpen(tab) && now - tab.lastSeen >= this.o.tabIdleMs) this.forget(tab);
     }
   }
 
   snapshot(): HubSnapshot {
     let connected = 0;
-    for (const tab of this.tabs.values()) if (tab.connection?.open) connected++;
+    for (const tab of this.tabs.values()) if (this.hasOpen(tab)) connected++;
     return { tabs: this.tabs.size, connected };
   }
 
@@ -184,7 +207,7 @@ export class Hub implements Delivery {
   close(): void {
     this.unsubscribe();
     for (const tab of this.tabs.values()) {
-      tab.connection?.close(closeCodes.goingAway, 'shutdown');
+      for (const connection of tab.connections) connection.close(closeCodes.goingAway, 'shutdown');
       this.settleUnsent(tab.outbox.drain(), 'forgotten');
     }
     this.tabs.clear();
@@ -194,7 +217,7 @@ export class Hub implements Delivery {
   private create(address: TabAddress, now: number): LocalTab {
     const tab: LocalTab = {
       address,
-      connection: undefined,
+      connections: new Set(),
       transport: undefined,
       outbox: new Outbox(this.o.outboxLimit, this.o.outboxMaxAgeMs, now * 1000),
       lastSeen: now,
@@ -237,17 +260,42 @@ export class Hub implements Delivery {
       // The tab went away (reload, idle): keep the event for the same session's return, within the usual bounds.
       tab = this.create(to, now);
     }
-    this.settleUnsent(tab.outbox.push(event, now, fallback), 'overflow');
-    this.o.counters?.delivered();
-    this.flush(tab);
+    this.push(tab, event, fallback, now);
   }
 
-  private flush(tab: LocalTab, afterId?: number): void {
-    if (!tab.held || !tab.connection?.open) return;
+  /** Appends an event to the tab's outbox and writes what is unsent to every live connection. */
+  private push(tab: LocalTab, event: TabEvent, fallback: DeliveryFallback | undefined, now: number): void {
+    this.settleUnsent(tab.outbox.push(event, now, fallback), 'overflow');
+    this.o.counters?.delivered();
+    if (!tab.held) return;
+    this.prune(tab);
+    if (tab.connections.size === 0) return;
+    this.settleUnsent(tab.outbox.expire(now), 'expired');
+    const frames = tab.outbox.pending();
+    if (frames.length === 0) return;
+    let written = false;
+    for (const connection of [...tab.connections]) if (connection.send(frames)) written = true;
+    if (written) tab.outbox.markSent(frames);
+    this.prune(tab);
+  }
+
+  /** Writes to one connection what its client has not seen: frames after `afterId`, or all unsent ones. */
+  private flushTo(tab: LocalTab, connection: TabConnection, afterId?: number): void {
     this.settleUnsent(tab.outbox.expire(this.o.clock.now()), 'expired');
     const frames = tab.outbox.pending(afterId);
     if (frames.length === 0) return;
-    if (tab.connection.send(frames)) tab.outbox.markSent(frames);
+    if (connection.send(frames)) tab.outbox.markSent(frames);
+    this.prune(tab);
+  }
+
+  /** Drops connections that can write no more (an answered long-poll, a closed socket). */
+  private prune(tab: LocalTab): void {
+    for (const connection of tab.connections) if (!connection.open) tab.connections.delete(connection);
+  }
+
+  private hasOpen(tab: LocalTab): boolean {
+    for (const connection of tab.connections) if (connection.open) return true;
+    return false;
   }
 
   /** Events that left a buffer unsent: to their fallback when they have one, else counted as dropped. */

@@ -1,32 +1,66 @@
 import type { Clock } from '../clock.js';
-import type { TabStore } from '../store/stores.js';
+import type { CodeStore, TabStore } from '../store/stores.js';
 import type { TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
 import type { Hub } from './hub.js';
 
 export type RegisterOutcome = 'ok' | 'conflict' | 'too_many_tabs';
 
+export interface TabRegistryOptions {
+  tabs: TabStore;
+  codes: Pick<CodeStore, 'recentTabEvents'>;
+  hub: Hub;
+  clock: Clock;
+  /** How far back a tab new here is given the results of its session's codes again (the outbox age). */
+  resultReplayMs: number;
+  /** How long a QR request waits for its tab's Register before it is refused (`awaitRegistration`). */
+  registrationWaitMs: number;
+}
+
+/** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
+const MAX_WAITERS = 10_000;
+
+/** The origin of a page location, or null when it is not an http(s) URL. */
+export function originOfLocation(location: string): string | null {
+  try {
+    const url = new URL(location);
+    return url.protocol === 'http:' || url.protocol === 'https:' ? url.origin : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Registration of tabs: binds a tab to the session that first registers it (stored, so any node
- * can check a QR request against it) and attaches the live connection to the local hub.
+ * can check a QR request against it, with the page origin it registered from) and attaches the live
+ * connection to the local hub.
  */
 export class TabRegistry {
-  constructor(
-    private readonly tabs: TabStore,
-    private readonly hub: Hub,
-    private readonly clock: Clock,
-  ) {}
+  private readonly waiters = new Map<string, Set<() => void>>();
+  private waiting = 0;
+
+  constructor(private readonly o: TabRegistryOptions) {}
 
   /**
    * 'conflict' without attaching when the tab belongs to another session; 'too_many_tabs' when the
-   * session holds its limit of tabs already (the new binding is taken back).
+   * session holds its limit of tabs already (the new binding is taken back). `location` is the page
+   * URL the client sent (Register frame, long-poll body).
    */
-  async register(tabId: string, session: string, connection: TabConnection, lastEventId?: number): Promise<RegisterOutcome> {
-    const bound = await this.tabs.bind(tabId, session, this.clock.now());
+  async register(tabId: string, session: string, connection: TabConnection, location: string, lastEventId?: number): Promise<RegisterOutcome> {
+    const { tabs, hub, clock } = this.o;
+    const bound = await tabs.bind(tabId, session, clock.now(), originOfLocation(location));
     if (bound === 'conflict') return 'conflict';
-    if (this.hub.attach({ tabId, session }, connection, lastEventId) === 'attached') return 'ok';
-    if (bound === 'created') await this.tabs.remove(tabId, session);
-    return 'too_many_tabs';
+    const address = { tabId, session };
+    const attached = hub.attach(address, connection, lastEventId);
+    if (attached === 'too_many_tabs') {
+      if (bound === 'created') await tabs.remove(tabId, session);
+      return 'too_many_tabs';
+    }
+    this.wake(tabId);
+    // New here (first Register, or a reconnect after a restart): results its session's codes sent in the
+    // last moments may have been lost with the old process; they are derived again from the settled codes.
+    if (attached === 'created') await this.replayResults(address);
+    return 'ok';
   }
 
   /**
@@ -34,7 +68,37 @@ export class TabRegistry {
    * removed before the connection's next frame is handled); see Hub.release for what stays.
    */
   async unregister(address: TabAddress): Promise<void> {
-    this.hub.release(address);
-    await this.tabs.remove(address.tabId, address.session);
+    this.o.hub.release(address);
+    await this.o.tabs.remove(address.tabId, address.session);
+  }
+
+  /** Resolves once the tab registers, or after `registrationWaitMs` (never rejects). */
+  awaitRegistration(tabId: string): Promise<void> {
+    if (this.waiting >= MAX_WAITERS) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const set = this.waiters.get(tabId) ?? new Set<() => void>();
+      this.waiters.set(tabId, set);
+      this.waiting++;
+      const done = (): void => {
+        clearTimeout(timer);
+        if (set.delete(done)) this.waiting--;
+        if (set.size === 0 && this.waiters.get(tabId) === set) this.waiters.delete(tabId);
+        resolve();
+      };
+      const timer = setTimeout(done, this.o.registrationWaitMs);
+      set.add(done);
+    });
+  }
+
+  private wake(tabId: string): void {
+    const set = this.waiters.get(tabId);
+    if (set) for (const done of [...set]) done();
+  }
+
+  private async replayResults(address: TabAddress): Promise<void> {
+    const since = this.o.clock.now() - this.o.resultReplayMs;
+    for (const record of await this.o.codes.recentTabEvents(address.tabId, address.session, since)) {
+      await this.o.hub.deliver(address, record.event);
+    }
   }
 }

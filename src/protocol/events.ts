@@ -11,6 +11,8 @@ export const EventTypes = {
   SignatureRejected: 'SignatureRejected',
   /** Long-poll answer when nothing happened within the hold time. */
   NOP: 'NOP',
+  /** After Register: the service instance's id (data: string); pages reload when it differs from the first one. */
+  CheckServerInstance: 'CheckServerInstance',
 } as const;
 
 /** One attachment in a result (reference renderer field names). */

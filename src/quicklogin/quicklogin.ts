@@ -5,6 +5,7 @@ import type { Delivery } from '../hub/delivery.js';
 import { maySign, type Identity } from '../identity/identity.js';
 import { verifyEd25519 } from '../identity/keys.js';
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
+import type { TabEvent } from '../protocol/frames.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
@@ -85,6 +86,8 @@ export interface QuickLoginOptions {
   allowCookielessQrRequests: boolean;
   /** Backend mode: registrations and the callback outbox. */
   backend: BackendMode;
+  /** Resolves when the tab registers, or after a bounded wait (cookie-less QR requests that beat their tab's Register). */
+  awaitTab: (tabId: string) => Promise<void>;
   /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */
   issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
 }
@@ -131,22 +134,38 @@ export class QuickLogin {
     return this.render(request.mode, code);
   }
 
-  /** The session a QR request's tab belongs to, checked against the caller; the code's result goes there. */
+  /**
+   * The session a QR request's tab belongs to, checked against the caller; the code's result goes
+   * there (docs/events.md "Results belong to the session that asked", "QR requests and the tab").
+   */
   private async tabSession(tab: string, caller: Caller): Promise<string> {
-    if (caller.sessionHash === null && this.o.allowCookielessQrRequests && caller.origin !== null) {
-      // Compatibility switch (docs/events.md): the Origin was checked against the allowlist; the tab must still exist,
-      // and its result goes to the session holding it now, never to one that takes the tab id later.
-      const owner = await this.o.store.tabs.sessionOf(tab);
-      if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
-      return owner;
+    let binding = await this.o.store.tabs.bindingOf(tab);
+    if (caller.sessionHash !== null) {
+      if (binding === undefined) {
+        // The QR request came before the tab's Register (first visit, a slow handshake): the tab is
+        // bound to this session now, so only a Register of this session can ever receive the result.
+        const bound = await this.o.store.tabs.bind(tab, caller.sessionHash, this.o.clock.now(), caller.origin);
+        if (bound === 'conflict') throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
+        return caller.sessionHash;
+      }
+      if (binding.session !== caller.sessionHash) throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
+      return binding.session;
     }
-    if (caller.sessionHash === null) {
+    if (!this.o.allowCookielessQrRequests || caller.origin === null) {
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
     }
-    const owner = await this.o.store.tabs.sessionOf(tab);
-    if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
-    if (owner !== caller.sessionHash) throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
-    return owner;
+    // Compatibility switch (docs/events.md): the request may come before the tab's Register; wait for it, bounded.
+    if (binding === undefined) {
+      await this.o.awaitTab(tab);
+      binding = await this.o.store.tabs.bindingOf(tab);
+    }
+    if (binding === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
+    // Only from the page origin the tab registered from; its result goes to the session holding the tab
+    // now, never to one that takes the tab id later.
+    if (binding.origin !== caller.origin) {
+      throw new TabwireError('origin_not_allowed', 'A QR request without the session cookie must come from the origin the tab registered from');
+    }
+    return binding.session;
   }
 
   private render(mode: QrMode, code: string): QrResponse {
@@ -211,7 +230,9 @@ export class QuickLogin {
     }
     const state = signature.decision === 'approve' ? 'approved' : 'rejected';
     const result = state === 'approved' ? await this.resultFor(record, identity, signature.signature) : undefined;
-    const settle = (toStore?: CallbackToStore) => this.o.store.codes.settle(code, state, identity.id, now, toStore);
+    const tabEvent = record.tabId === '' || record.serviceId !== '' ? undefined : this.tabEventFor(record, identity.id, result);
+    const settle = (toStore?: CallbackToStore) =>
+      this.o.store.codes.settle(code, { state, legalId: identity.id, now, ...(toStore ? { callback: toStore } : {}), ...(tabEvent ? { tabEvent } : {}) });
     // Backend mode: the callback is stored in the transaction that settles the code, so it exists only for
     // the one signature that won, and an accepted signature's callback is never lost.
     const callback = result && record.serviceId !== '' ? await this.o.backend.prepare(record, result) : undefined;
@@ -224,15 +245,16 @@ export class QuickLogin {
     this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callback !== undefined }, 'login code settled');
     if (record.tabId === '' || record.sessionHash === null) return { state };
     // Only the session that asked for the code hears of it, even if another session holds the tab id now.
-    const to = { tabId: record.tabId, session: record.sessionHash };
-    if (result && !callback) {
-      await this.o.delivery.deliver(to, { type: EventTypes.SignatureReceived, data: result });
-    } else if (!result) {
-      const data: QuickLoginRejection = { Id: identity.id, Purpose: record.purpose };
-      await this.o.delivery.deliver(to, { type: EventTypes.SignatureRejected, data });
-    }
     // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
+    if (tabEvent) await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent);
     return { state };
+  }
+
+  /** What a browser-only code's tab is told when it is settled: the result, or the rejection. */
+  private tabEventFor(record: LoginCode, legalId: string, result: QuickLoginResult | undefined): TabEvent {
+    if (result) return { type: EventTypes.SignatureReceived, data: result };
+    const data: QuickLoginRejection = { Id: legalId, Purpose: record.purpose };
+    return { type: EventTypes.SignatureRejected, data };
   }
 
   private async resultFor(record: LoginCode, identity: Identity, clientSignature: string): Promise<QuickLoginResult> {

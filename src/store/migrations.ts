@@ -151,6 +151,15 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('callbacks_deadline').on('callbacks').column('deadline').execute();
     },
   },
+  '0007_reference_pages': {
+    async up(db: Kysely<any>) {
+      // The origin a tab registered from: cookie-less QR requests must come from it (docs/events.md).
+      await db.schema.alterTable('tabs').addColumn('origin', 'varchar(2048)').execute();
+      // The event a settled code sent its tab, so a tab that reconnects after a restart still gets it.
+      await db.schema.alterTable('codes').addColumn('tab_event', 'text').execute();
+      await db.schema.createIndex('codes_tab_signed').on('codes').columns(['tab_id', 'signed_at']).execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

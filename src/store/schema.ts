@@ -8,6 +8,8 @@ export interface TabsTable {
   registered_at: number | string;
   /** Last time a live connection was known to hold the binding; null until the first refresh. */
   seen_at: number | string | null;
+  /** Origin of the page location the tab registered from (null when it was not a URL). */
+  origin: string | null;
 }
 
 export interface CodesTable {
@@ -26,6 +28,8 @@ export interface CodesTable {
   state: string;
   legal_id: string | null;
   signed_at: number | string | null;
+  /** JSON of the event the settlement sent the code's tab (null when none). */
+  tab_event: string | null;
 }
 
 export interface IdentitiesTable {

@@ -28,6 +28,24 @@ export interface LoginCode {
   signedAt: number | null;
 }
 
+/** How a code is settled. */
+export interface Settlement {
+  state: Exclude<CodeState, 'pending'>;
+  legalId: string;
+  now: number;
+  /** Backend mode: the callback stored in the same transaction. */
+  callback?: CallbackToStore;
+  /** The event the code's tab is sent, kept so a tab reconnecting after a restart still gets it. */
+  tabEvent?: TabEventRecord['event'];
+}
+
+/** An event a settled code sent its tab. */
+export interface TabEventRecord {
+  code: string;
+  signedAt: number;
+  event: { type: string; data: unknown };
+}
+
 export interface CodeStore {
   insert(code: LoginCode): Promise<void>;
   get(code: string): Promise<LoginCode | undefined>;
@@ -36,7 +54,12 @@ export interface CodeStore {
    * callers exactly one gets true (single-use codes). A `callback` (backend mode) is stored in the
    * same transaction, so it exists if and only if this call settled the code.
    */
-  settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number, callback?: CallbackToStore): Promise<boolean>;
+  settle(code: string, settlement: Settlement): Promise<boolean>;
+  /**
+   * Events settled codes sent to a tab of a session since `since` (signature time), oldest first:
+   * what a tab that reconnects after a restart may have missed.
+   */
+  recentTabEvents(tabId: string, sessionHash: string, since: number): Promise<TabEventRecord[]>;
   /** Removes codes that expired before `before`; returns how many. */
   deleteExpired(before: number): Promise<number>;
 }
@@ -45,10 +68,16 @@ export interface CodeStore {
 export type BindOutcome = 'created' | 'bound' | 'conflict';
 
 export interface TabStore {
-  /** Binds an unbound tab to a session. Returns 'conflict' when it is bound to another session. */
-  bind(tabId: string, sessionHash: string, now: number): Promise<BindOutcome>;
+  /**
+   * Binds an unbound tab to a session, from the page origin `origin` (null: unknown). Returns
+   * 'conflict' when it is bound to another session; a binding of the same session takes the new
+   * origin when one is given.
+   */
+  bind(tabId: string, sessionHash: string, now: number, origin?: string | null): Promise<BindOutcome>;
   /** The session hash a tab is bound to, if it is registered. */
   sessionOf(tabId: string): Promise<string | undefined>;
+  /** The session a tab is bound to and the page origin it registered from. */
+  bindingOf(tabId: string): Promise<{ session: string; origin: string | null } | undefined>;
   /** Removes the binding only if it is still this session's (a late release never frees another session's tab). */
   remove(tabId: string, sessionHash: string): Promise<void>;
   /** Marks bindings as still held by a live connection at `now`. */

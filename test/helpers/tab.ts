@@ -2,9 +2,15 @@ import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import type { EventFrame } from '../../src/protocol/frames.js';
 
+/** The event the service sends after every Register (docs/events.md "Restarts"); kept apart from `events`. */
+export const INSTANCE_EVENT = 'CheckServerInstance';
+
 /** A tab as the reference event script is one: a WebSocket with subprotocol "ls" and a session cookie. */
 export class TestTab {
+  /** Every event but the instance greetings, in arrival order. */
   readonly events: EventFrame[] = [];
+  /** The `CheckServerInstance` events the service sent after each Register. */
+  readonly instances: EventFrame[] = [];
   private waiters: Array<() => void> = [];
   closeCode: number | undefined;
   closeReason = '';
@@ -15,7 +21,8 @@ export class TestTab {
     readonly tabId: string,
   ) {
     ws.on('message', (data) => {
-      this.events.push(JSON.parse(data.toString()) as EventFrame);
+      const frame = JSON.parse(data.toString()) as EventFrame;
+      (frame.type === INSTANCE_EVENT ? this.instances : this.events).push(frame);
       this.wake();
     });
     ws.on('close', (code, reason) => {
@@ -59,7 +66,7 @@ export class TestTab {
   async next(type: string, ms = 15_000): Promise<EventFrame> {
     const deadline = Date.now() + ms;
     for (;;) {
-      const found = this.events.find((e) => e.type === type);
+      const found = (type === INSTANCE_EVENT ? this.instances : this.events).find((e) => e.type === type);
       if (found) return found;
       if (this.closeCode !== undefined) throw new Error(`socket closed (${this.closeCode} ${this.closeReason}) before ${type}`);
       const left = deadline - Date.now();

@@ -87,10 +87,14 @@ describe('the event channel refuses', () => {
 });
 
 describe('POST /QuickLogin refuses', () => {
-  it('a QR request for an unregistered tab (404) and for another session\'s tab (403)', async () => {
+  it('a QR request for another session\'s tab (403), also one it bound by asking first; without a session (403)', async () => {
     const tab = await openTab();
-    expectProblem(await qr(tab, { tab: randomUUID() }), 404, 'tab_not_registered');
     const other = await openTab();
+    // A QR request that comes before its tab's Register binds the tab to the asking session...
+    const early = randomUUID();
+    expect((await qr(other, { tab: early })).status).toBe(200);
+    // ...so another session can neither ask for it nor register it.
+    expectProblem(await qr(tab, { tab: early }), 403, 'tab_session_mismatch');
     expectProblem(await qr(tab, { tab: other.tabId }), 403, 'tab_session_mismatch');
     expectProblem(await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: '', tab: tab.tabId }), 403, 'session_missing');
     tab.close();

@@ -5,7 +5,7 @@ import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { ManualClock } from '../../src/clock.js';
 import type { TabAddress } from '../../src/hub/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
-import { Hub, type DropReason } from '../../src/hub/hub.js';
+import { Hub, MAX_CONNECTIONS_PER_TAB, type DropReason } from '../../src/hub/hub.js';
 import { Outbox } from '../../src/hub/outbox.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 
@@ -32,7 +32,7 @@ const B: TabAddress = { tabId: 'tab-1', session: 'session-b' };
 
 const fallback = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'a@b', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
 
-function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLimit?: number } = {}) {
+function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLimit?: number; greeting?: { type: string; data: unknown } } = {}) {
   const clock = o.clock ?? new ManualClock();
   const forgotten: TabAddress[] = [];
   const released: TabAddress[] = [];
@@ -48,6 +48,7 @@ function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLim
     longPollGapMs: 10_000,
     maxTabsPerSession: o.maxTabsPerSession ?? 100,
     onFallback: (f) => fellBack.push(f),
+    ...(o.greeting ? { greeting: () => o.greeting! } : {}),
     onForget: (a) => forgotten.push(a),
     onRelease: (a) => released.push(a),
     counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) },
@@ -139,7 +140,39 @@ describe('Hub', () => {
     const third = new FakeConnection();
     hub.attach(A, third);
     expect(third.frames).toEqual([]);
-    expect(second.closed).toEqual({ code: 4409, reason: 'replaced' });
+    expect(second.closed).toBeUndefined();
+  });
+
+  it('fans out to every live connection of a tab in its session (a duplicated browser tab), kicking nobody out', async () => {
+    const { hub } = makeHub();
+    const first = new FakeConnection();
+    const second = new FakeConnection();
+    hub.attach(A, first);
+    hub.attach(A, second);
+    await hub.deliver(A, { type: 'Both', data: 1 });
+    await tick();
+    expect([first.frames.map((f) => f.type), second.frames.map((f) => f.type)]).toEqual([['Both'], ['Both']]);
+    expect([first.closed, second.closed]).toEqual([undefined, undefined]);
+  });
+
+  it('beyond MAX_CONNECTIONS_PER_TAB live connections, the oldest is closed as replaced', () => {
+    const { hub } = makeHub();
+    const connections = Array.from({ length: MAX_CONNECTIONS_PER_TAB + 1 }, () => new FakeConnection());
+    for (const c of connections) hub.attach(A, c);
+    expect(connections.map((c) => c.closed?.code)).toEqual([4409, ...Array<undefined>(MAX_CONNECTIONS_PER_TAB).fill(undefined)]);
+  });
+
+  it('greets each WebSocket Register and the first connection of a tab new here, with the instance event', async () => {
+    const { hub } = makeHub({ greeting: { type: 'CheckServerInstance', data: 'instance-1' } });
+    const ws = new FakeConnection();
+    expect(hub.attach(A, ws)).toBe('created');
+    expect(ws.frames.map((f) => [f.type, f.data])).toEqual([['CheckServerInstance', 'instance-1']]);
+    const poll = new FakeConnection('long-poll');
+    expect(hub.attach(A, poll)).toBe('attached');
+    expect(poll.frames).toEqual([]); // a long-poll of a known tab: no greeting (it would answer every poll)
+    const firstPoll = new FakeConnection('long-poll');
+    expect(hub.attach(B, firstPoll)).toBe('created');
+    expect(firstPoll.frames.map((f) => f.type)).toEqual(['CheckServerInstance']);
   });
 
   it('forgets a tab with no connection after the idle time, not before', () => {
@@ -205,7 +238,7 @@ describe('Hub: results belong to the session that asked', () => {
     const { hub } = makeHub();
     const gone = new FakeConnection();
     gone.open = false;
-    expect(hub.attach(A, gone)).toBe('attached');
+    expect(hub.attach(A, gone)).toBe('created');
     expect(hub.isConnected(A)).toBe(false);
     expect(hub.snapshot().connected).toBe(0);
   });
@@ -216,11 +249,11 @@ describe('Hub: results belong to the session that asked', () => {
     hub.attach({ tabId: 't1', session: 's' }, first);
     hub.attach({ tabId: 't2', session: 's' }, new FakeConnection());
     expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('too_many_tabs');
-    expect(hub.attach({ tabId: 't3', session: 'other' }, new FakeConnection())).toBe('attached');
+    expect(hub.attach({ tabId: 't3', session: 'other' }, new FakeConnection())).toBe('created');
     hub.detach({ tabId: 't1', session: 's' }, first);
     clock.advance(60_000);
     hub.sweep();
-    expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('attached');
+    expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('created');
   });
 });
 

@@ -1,6 +1,6 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
-import type { CallbackToStore, CodeState, CodeStore, LoginCode } from '../stores.js';
+import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from '../stores.js';
 import { toCallbackRow } from './callback-store.js';
 import { GroupCommit } from './group-commit.js';
 
@@ -44,7 +44,11 @@ const toRow = (c: LoginCode): Insertable<CodesTable> => ({
   state: c.state,
   legal_id: c.legalId,
   signed_at: c.signedAt,
+  tab_event: null,
 });
+
+/** A tab gets at most this many re-derived events on reconnect (a tab asks for one code at a time). */
+const RECENT_EVENTS_LIMIT = 20;
 
 /** Login codes in SQL (SQLite or PostgreSQL through Kysely). */
 export class SqlCodeStore implements CodeStore {
@@ -68,16 +72,17 @@ export class SqlCodeStore implements CodeStore {
     return row && toCode(row);
   }
 
-  async settle(code: string, state: Exclude<CodeState, 'pending'>, legalId: string, now: number, callback?: CallbackToStore): Promise<boolean> {
+  async settle(code: string, o: Settlement): Promise<boolean> {
     // One conditional UPDATE: the database decides which of concurrent signatures wins.
     const settle = (db: Kysely<Database>) =>
       db
         .updateTable('codes')
-        .set({ state, legal_id: legalId, signed_at: now })
+        .set({ state: o.state, legal_id: o.legalId, signed_at: o.now, tab_event: o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent) })
         .where('code', '=', code)
         .where('state', '=', 'pending')
-        .where('expires_at', '>', now)
+        .where('expires_at', '>', o.now)
         .executeTakeFirst();
+    const { callback } = o;
     if (!callback) return Number((await settle(this.db)).numUpdatedRows) === 1;
     // Backend mode: the callback exists exactly when the code is approved, so none is ever sent for a
     // code that ends rejected or won by another signature, and none is lost to a crash in between.
@@ -90,6 +95,20 @@ export class SqlCodeStore implements CodeStore {
         .execute();
       return true;
     });
+  }
+
+  async recentTabEvents(tabId: string, sessionHash: string, since: number): Promise<TabEventRecord[]> {
+    const rows = await this.db
+      .selectFrom('codes')
+      .select(['code', 'signed_at', 'tab_event'])
+      .where('tab_id', '=', tabId)
+      .where('session_hash', '=', sessionHash)
+      .where('signed_at', '>=', since)
+      .where('tab_event', 'is not', null)
+      .orderBy('signed_at')
+      .limit(RECENT_EVENTS_LIMIT)
+      .execute();
+    return rows.map((r) => ({ code: r.code, signedAt: Number(r.signed_at), event: JSON.parse(r.tab_event!) as TabEventRecord['event'] }));
   }
 
   async deleteExpired(before: number): Promise<number> {

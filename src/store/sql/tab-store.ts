@@ -9,21 +9,30 @@ const REFRESH_CHUNK = 500;
 export class SqlTabStore implements TabStore {
   constructor(private readonly db: Kysely<Database>) {}
 
-  async bind(tabId: string, sessionHash: string, now: number): Promise<BindOutcome> {
+  async bind(tabId: string, sessionHash: string, now: number, origin: string | null = null): Promise<BindOutcome> {
     // Insert-if-absent, then read: the first session to register a tab keeps it, even under races.
     const inserted = await this.db
       .insertInto('tabs')
-      .values({ tab_id: tabId, session_hash: sessionHash, registered_at: now, seen_at: now })
+      .values({ tab_id: tabId, session_hash: sessionHash, registered_at: now, seen_at: now, origin })
       .onConflict((oc) => oc.column('tab_id').doNothing())
       .executeTakeFirst();
     if (Number(inserted.numInsertedOrUpdatedRows ?? 0n) === 1) return 'created';
-    const owner = await this.sessionOf(tabId);
-    return owner === sessionHash ? 'bound' : 'conflict';
+    const binding = await this.bindingOf(tabId);
+    if (binding?.session !== sessionHash) return 'conflict';
+    // The same session from another page location (it navigated): cookie-less requests follow the new origin.
+    if (origin !== null && binding.origin !== origin) {
+      await this.db.updateTable('tabs').set({ origin }).where('tab_id', '=', tabId).where('session_hash', '=', sessionHash).execute();
+    }
+    return 'bound';
   }
 
   async sessionOf(tabId: string): Promise<string | undefined> {
-    const row = await this.db.selectFrom('tabs').select('session_hash').where('tab_id', '=', tabId).executeTakeFirst();
-    return row?.session_hash;
+    return (await this.bindingOf(tabId))?.session;
+  }
+
+  async bindingOf(tabId: string): Promise<{ session: string; origin: string | null } | undefined> {
+    const row = await this.db.selectFrom('tabs').select(['session_hash', 'origin']).where('tab_id', '=', tabId).executeTakeFirst();
+    return row && { session: row.session_hash, origin: row.origin };
   }
 
   async remove(tabId: string, sessionHash: string): Promise<void> {
