@@ -43,7 +43,6 @@ export const errorCatalogue = {
   identity_not_found: { status: 404, title: 'No such identity' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   request_timeout: { status: 408, title: 'The request was not received in time' },
-  poll_superseded: { status: 409, title: 'A newer connection of this tab took over' },
   account_exists: { status: 409, title: 'The user name is taken' },
   service_mismatch: { status: 409, title: 'The serviceId belongs to another callback or session' },
   code_already_used: { status: 409, title: 'The login code has already been signed' },
