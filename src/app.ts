@@ -58,6 +58,10 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     // that stopped reading its answer): closed. Upgraded WebSockets have their own ping timeout.
     connectionTimeout: (config.requestTimeoutSeconds + config.longPollHoldSeconds) * 1000,
     trustProxy: config.trustProxy,
+    // A request that still reaches a closing service (on a kept-alive connection) is served, not answered
+    // 503: reference page scripts show any non-200 answer to the person, and the QR script then stops for
+    // good. Shutdown closes idle connections and answers with Connection: close, so few do.
+    return503OnClosing: false,
     // Request logs never carry a whole login code (request-log.ts).
     logger: { level: config.logLevel, serializers: { req: serializeRequest }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
     bodyLimit: config.bodyLimitBytes,
