@@ -7,7 +7,7 @@
  * on a loopback port) or the one at --url. Prints a status histogram, per-route counts, every
  * failure class with sample requests, the errors the server logged, and its memory before and
  * after. Exits 1 on any 5xx, any 4xx that is not catalogue problem+json, a WebSocket closed with
- * 1011, or a server that died. See docs/reliability.md.
+ * 1011, a valid request refused, or a server that died. See docs/reliability.md.
  */
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -139,7 +139,7 @@ async function main(): Promise<number> {
       if (exited !== undefined) died = `the service exited (${exited})`;
       else if (!(await healthy(target)) && !(await healthy(target))) died = 'the service stopped answering /healthz';
       const elapsed = (Date.now() - started) / 1000;
-      const bad = tally.count((k) => k !== 'websocket_internal_error');
+      const bad = tally.count(() => true);
       console.log(`      ${tally.total} done in ${elapsed.toFixed(0)} s (${(tally.total / elapsed).toFixed(0)}/s), failures so far: ${bad}, ${kib(memory())}`);
     })();
   }, 10_000);
@@ -166,13 +166,15 @@ async function main(): Promise<number> {
 
   printTally(tally);
   const fiveXX = tally.count('server_error');
-  const notProblem = tally.count((k) => k !== 'server_error' && k !== 'websocket_internal_error');
   const wsInternal = tally.count('websocket_internal_error');
+  const refused = tally.count('valid_request_refused');
+  const notProblem = tally.count((k) => k !== 'server_error' && k !== 'websocket_internal_error' && k !== 'valid_request_refused');
   console.log('\nSummary');
   console.log(`  cases            ${tally.total} in ${seconds.toFixed(1)} s (${(tally.total / seconds).toFixed(0)}/s), seed ${seed}`);
   console.log(`  5xx              ${fiveXX}`);
   console.log(`  4xx not catalogue problem+json  ${notProblem}`);
   console.log(`  WebSocket 1011   ${wsInternal}`);
+  console.log(`  valid requests refused  ${refused}`);
   console.log(`  service          ${up ? 'up, /healthz 200' : `DOWN: ${died ?? 'no /healthz answer'}`}`);
   console.log(`  normal login     ${login}`);
   console.log(`  server memory    before: ${kib(before)}; after: ${kib(after)}`);
@@ -185,7 +187,7 @@ async function main(): Promise<number> {
     }
     await server.stop();
   }
-  const failed = fiveXX + notProblem + wsInternal > 0 || !up || login.startsWith('FAILED');
+  const failed = fiveXX + notProblem + wsInternal + refused > 0 || !up || login.startsWith('FAILED');
   // Keep the database and log of a failed run to look at; a clean run leaves nothing behind.
   if (server && !failed) rmSync(server.dir, { recursive: true, force: true });
   else if (server) console.log(`\nKept ${server.dir} (database and server.log) for inspection.`);

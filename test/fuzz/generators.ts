@@ -43,12 +43,53 @@ export function preflightCase(ctx: FuzzContext): fc.Arbitrary<HttpCase> {
     }));
 }
 
+/** GET routes that answer 2xx to anyone: what they answer must not depend on optional headers. */
+export const PUBLIC_GET_PATHS = [
+  '/healthz', '/readyz', '/metrics', '/', '/demo.js', '/sign.js', '/style.css', '/Events.js',
+  '/.well-known/jwks.json', '/.well-known/tabwire/result-keys', '/.well-known/tabwire/webhook-key',
+] as const;
+
+export const BENIGN_ROUTE = 'public GET, odd but well-formed headers';
+
+/**
+ * Optional headers a server may ignore (RFC 9110): an Upgrade it does not support (§7.8, e.g. h2c,
+ * or websocket on a path that has none), Expect: 100-continue (§10.1.1), content negotiation,
+ * conditionals, proxies' headers, credentials a public route does not need.
+ */
+function benignHeaders(ctx: FuzzContext): Array<Array<[string, string]>> {
+  return [
+    [['Upgrade', 'h2c'], ['Connection', 'Upgrade, HTTP2-Settings'], ['HTTP2-Settings', 'AAMAAABkAARAAAAAAAIAAAAA']],
+    [['Upgrade', 'websocket'], ['Connection', 'Upgrade']],
+    [['Upgrade', 'TLS/1.2'], ['Connection', 'Upgrade']],
+    [['Expect', '100-continue']],
+    [['Accept', 'text/html']], [['Accept', 'application/xml;q=0.9, */*;q=0.1']], [['Accept-Encoding', 'gzip, br, zstd, *']], [['Accept-Language', 'de-CH, *;q=0.5']],
+    [['X-Forwarded-For', '203.0.113.9, 198.51.100.1']], [['X-Forwarded-Proto', 'https']], [['X-Forwarded-Host', 'example.org']], [['Forwarded', 'for=192.0.2.60;proto=https']],
+    [['If-None-Match', '"x"']], [['If-Modified-Since', 'Wed, 21 Oct 2015 07:28:00 GMT']], [['Range', 'bytes=0-10']], [['Cache-Control', 'no-cache']], [['Pragma', 'no-cache']],
+    [['Origin', 'http://evil.example']], [['Origin', ctx.allowedOrigins[0]!]], [['Cookie', 'a=b; tabwire_sid=x']], [['Cookie', ctx.cookie]],
+    [['Authorization', 'Bearer x.y.z']], [['Authorization', 'Basic Zm9vOmJhcg==']], [['X-Api-Key', 'nope']], [['X-TabID', 'abc']],
+    [['TE', 'trailers']], [['Via', '1.1 proxy']], [['DNT', '1']], [['Sec-Fetch-Mode', 'navigate'], ['Sec-Fetch-Site', 'cross-site']],
+    [['Connection', 'keep-alive']], [['Max-Forwards', '0']], [['Content-Type', 'application/json']], [['User-Agent', 'curl/8.0']],
+  ];
+}
+
+/** Valid GETs (and HEADs) of public routes with well-formed optional headers: each must be answered 2xx or 3xx. */
+export function benignCase(ctx: FuzzContext): fc.Arbitrary<HttpCase> {
+  return fc
+    .record({
+      method: fc.constantFrom('GET', 'HEAD'),
+      path: fc.constantFrom(...PUBLIC_GET_PATHS),
+      headers: fc.uniqueArray(fc.constantFrom(...benignHeaders(ctx)), { minLength: 1, maxLength: 3 }),
+    })
+    .map(({ method, path, headers }) => ({ route: BENIGN_ROUTE, expectOk: true, request: { method, target: path, headers: headers.flat() } }));
+}
+
 /**
  * Cases for one route by its name (a name of HTTP_ROUTES, or PREFLIGHT_ROUTE), damaged in `part`
  * (a preflight is all headers; its `body` part has no cases).
  */
 export function httpCaseFor(ctx: FuzzContext, name: string, part: DamagedPart = 'any'): fc.Arbitrary<FuzzCase> {
   if (name === PREFLIGHT_ROUTE) return preflightCase(ctx).map((c): FuzzCase => ({ kind: 'http', ...c }));
+  if (name === BENIGN_ROUTE) return benignCase(ctx).map((c): FuzzCase => ({ kind: 'http', ...c }));
   const route = HTTP_ROUTES.find((r) => r.name === name);
   if (!route) throw new Error(`no route named ${name}`);
   return routeCase(ctx, route, part).map((c): FuzzCase => ({ kind: 'http', ...c }));
@@ -61,7 +102,7 @@ export const hasBody = (name: string): boolean => HTTP_ROUTES.some((r) => r.name
 export const isExpensive = (name: string): boolean => HTTP_ROUTES.some((r) => r.name === name && r.expensive === true);
 
 /** Every route name the fuzzer drives over HTTP. */
-export const HTTP_ROUTE_NAMES: readonly string[] = [...HTTP_ROUTES.map((r) => r.name), PREFLIGHT_ROUTE];
+export const HTTP_ROUTE_NAMES: readonly string[] = [...HTTP_ROUTES.map((r) => r.name), PREFLIGHT_ROUTE, BENIGN_ROUTE];
 
 /** Any case: an HTTP request at any route (each route equally likely) or, with `wsShare`, a WebSocket case. */
 export function anyCase(ctx: FuzzContext, o: { wsShare?: number } = {}): fc.Arbitrary<FuzzCase> {

@@ -35,6 +35,8 @@ export interface RouteSpec {
 export interface HttpCase {
   route: string;
   request: WireRequest;
+  /** The request is valid (odd only where the protocol allows): it must be answered 2xx or 3xx. */
+  expectOk?: boolean;
 }
 
 type Header = [string, string];
@@ -253,14 +255,15 @@ function damagedRequest(ctx: FuzzContext, route: RouteSpec, focus: Focus): fc.Ar
     .record({
       // The route's own method first: fast-check shrinks towards it, so a minimal failing case keeps it.
       method: damaged('method') ? fc.constantFrom<string>(route.method, ...OTHER_METHODS.filter((m) => m !== route.method)) : fc.constant<string>(route.method),
+      version: damaged('method') ? fc.option(fc.constantFrom('HTTP/1.0', 'HTTP/0.9', 'HTTP/2.0', 'HTTP/1.2', 'HTTP/1.1 x', 'http/1.1', ''), { nil: undefined }) : fc.constant(undefined),
       path: route.path(ctx, damaged('target')),
       query,
       headers,
       body,
     })
-    .map(({ method, path, query, headers, body }) => ({
+    .map(({ method, version, path, query, headers, body }) => ({
       route: route.name,
-      request: { method, target: path + query, headers, ...(body === undefined ? {} : { body }) },
+      request: { method, target: path + query, headers, ...(version === undefined ? {} : { version }), ...(body === undefined ? {} : { body }) },
     }));
 }
 

@@ -13,7 +13,8 @@ export type FindingKind =
   | 'problem_unparsable'
   | 'problem_code_unknown'
   | 'problem_status_mismatch'
-  | 'websocket_internal_error';
+  | 'websocket_internal_error'
+  | 'valid_request_refused';
 
 export interface Finding {
   kind: FindingKind;
@@ -70,6 +71,17 @@ export function judgeAnswer(answer: WireAnswer, method = 'GET'): Finding | undef
     return { kind: 'problem_status_mismatch', signature: `${status} ${problem.code} (body status ${String(problem.status)})`, detail: text.slice(0, 300) };
   }
   return undefined;
+}
+
+/** A valid request (odd only where the protocol allows) must succeed: a refusal is a finding even when it is problem+json. */
+export function judgeValidAnswer(answer: WireAnswer): Finding | undefined {
+  if (answer.status < 400) return undefined;
+  const code = /"code":"([a-z_]+)"/.exec(answer.body.toString('utf8'))?.[1];
+  return {
+    kind: 'valid_request_refused',
+    signature: `${answer.status} ${code ?? answer.headers['content-type'] ?? ''}`.trim(),
+    detail: `${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}`,
+  };
 }
 
 /**

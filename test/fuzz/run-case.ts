@@ -1,7 +1,7 @@
 import WebSocket from 'ws';
 import type { FuzzContext } from './context.js';
 import type { HttpCase } from './http-cases.js';
-import { judgeAnswer, judgeClose, type Finding } from './oracle.js';
+import { judgeAnswer, judgeClose, judgeValidAnswer, type Finding } from './oracle.js';
 import { validHandshake, type WsCase, type WsFrame } from './websocket-cases.js';
 import { exchange, type Target, type WireOutcome, type WireRequest } from './wire.js';
 
@@ -28,9 +28,12 @@ export function describeRequest(request: WireRequest): string {
   return `${request.method} ${clip(JSON.stringify(request.target).slice(1, -1), 200)} ${clip(JSON.stringify(headers), 600)}${body}`;
 }
 
-function fromOutcome(route: string, request: WireRequest, description: string, outcome: WireOutcome): Observation {
-  if (outcome.kind === 'no_answer') return { route, outcome: `none ${outcome.reason}`, request: description };
-  const finding = judgeAnswer(outcome.answer, request.method);
+function fromOutcome(route: string, request: WireRequest, description: string, outcome: WireOutcome, expectOk = false): Observation {
+  if (outcome.kind === 'no_answer') {
+    const finding: Finding | undefined = expectOk ? { kind: 'valid_request_refused', signature: `no answer (${outcome.reason})`, detail: outcome.detail } : undefined;
+    return { route, outcome: `none ${outcome.reason}`, request: description, ...(finding ? { finding } : {}) };
+  }
+  const finding = judgeAnswer(outcome.answer, request.method) ?? (expectOk ? judgeValidAnswer(outcome.answer) : undefined);
   return { route, outcome: String(outcome.answer.status), request: description, ...(finding ? { finding } : {}) };
 }
 
@@ -43,6 +46,7 @@ export async function runCase(target: Target, ctx: FuzzContext, c: FuzzCase, o: 
   const timeoutMs = o.timeoutMs ?? 10_000;
   switch (c.kind) {
     case 'http':
+      return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }), c.expectOk);
     case 'ws-handshake':
       return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }));
     case 'ws-raw':

@@ -16,6 +16,8 @@ export interface WireRequest {
   noHost?: boolean;
   /** Leave Content-Length out even with a body. */
   noContentLength?: boolean;
+  /** The protocol on the request line; default HTTP/1.1. */
+  version?: string;
 }
 
 export interface WireAnswer {
@@ -39,7 +41,7 @@ export interface Target {
 export function encodeRequest(target: Target, request: WireRequest): Buffer {
   const body = request.body === undefined ? undefined : Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body, 'utf8');
   const has = (name: string) => request.headers.some(([n]) => n.toLowerCase() === name);
-  const lines = [`${request.method} ${request.target} HTTP/1.1`];
+  const lines = [`${request.method} ${request.target} ${request.version ?? 'HTTP/1.1'}`.trimEnd()];
   if (!request.noHost && !has('host')) lines.push(`Host: ${target.host}:${target.port}`);
   for (const [name, value] of request.headers) lines.push(`${name}: ${value}`);
   if (body !== undefined && !request.noContentLength && !has('content-length') && !has('transfer-encoding')) {
