@@ -1,5 +1,6 @@
 /**
  * `npm run fuzz [-- --requests N] [--max-seconds S] [--concurrency C] [--seed X] [--ws-share F]
+ *  [--part body|request|any] [--routes REGEX]
  *  [--url URL [--pid PID] [--api-key K | --user U --password P] [--component-domain D]]`
  *
  * Sends generated bad input (the generators of the suite's fuzz test, test/fuzz/) at every route
@@ -14,7 +15,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import fc from 'fast-check';
 import { openTab, prepareContext, refreshContext, releaseContext, requestCode, type FuzzContext } from '../test/fuzz/context.js';
-import { anyCase, type FuzzCase } from '../test/fuzz/generators.js';
+import { anyCase, type DamagedPart, type FuzzCase } from '../test/fuzz/generators.js';
 import { runCase } from '../test/fuzz/run-case.js';
 import { exchange, type Target } from '../test/fuzz/wire.js';
 import { FuzzTally, printTally, serverErrors } from './fuzz-report.js';
@@ -27,6 +28,8 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '32' },
     seed: { type: 'string' },
     'ws-share': { type: 'string', default: '0.05' },
+    part: { type: 'string', default: 'any' },
+    routes: { type: 'string' },
     url: { type: 'string' },
     pid: { type: 'string' },
     'api-key': { type: 'string' },
@@ -45,6 +48,9 @@ for (const [name, v] of Object.entries({ requests, 'max-seconds': maxSeconds, co
   if (!Number.isSafeInteger(v) || v <= 0) throw new Error(`--${name} must be a positive integer`);
 }
 if (!(wsShare >= 0 && wsShare <= 1)) throw new Error('--ws-share must be between 0 and 1');
+const part = args.part as DamagedPart;
+if (!['body', 'request', 'any'].includes(part)) throw new Error('--part must be body, request or any');
+const routes = args.routes === undefined ? undefined : new RegExp(args.routes);
 
 const kib = (m: { rssKiB: number; peakKiB: number } | undefined) =>
   m === undefined ? 'n/a' : `RSS ${(m.rssKiB / 1024).toFixed(1)} MiB (peak ${(m.peakKiB / 1024).toFixed(1)} MiB)`;
@@ -95,7 +101,7 @@ async function main(): Promise<number> {
   const target: Target = { host: url.hostname, port: Number(url.port || 80) };
 
   console.log(`fuzz: ${requests} cases at ${baseUrl}${server ? ` (pid ${server.pid}, log ${server.logFile})` : ''}`);
-  console.log(`      seed ${seed}, concurrency ${concurrency}, WebSocket share ${wsShare}, at most ${maxSeconds} s`);
+  console.log(`      seed ${seed}, concurrency ${concurrency}, WebSocket share ${wsShare}, damaged part: ${part}${routes ? `, routes /${routes.source}/` : ''}, at most ${maxSeconds} s`);
   const ctx = await prepareContext({
     baseUrl,
     componentDomain,
@@ -127,7 +133,7 @@ async function main(): Promise<number> {
       }
       if (refreshing) await refreshing;
       refreshing = undefined;
-      if (batch.length === 0) batch = fc.sample(anyCase(ctx, { wsShare }), { seed: seed + batchNo++, numRuns: 200 });
+      if (batch.length === 0) batch = fc.sample(anyCase(ctx, { wsShare, part, ...(routes ? { routes } : {}) }), { seed: seed + batchNo++, numRuns: 200 });
     }
     issued++;
     return batch.pop();

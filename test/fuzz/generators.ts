@@ -17,30 +17,45 @@ export type { FuzzCase } from './run-case.js';
 
 export const PREFLIGHT_ROUTE = 'OPTIONS preflight';
 
-/** CORS preflights (Fetch standard §4.8) at any route, from allowed and other origins, asking for any method and headers. */
+const PREFLIGHT_METHODS = ['GET', 'POST', 'PUT', 'DELETE'] as const;
+const PREFLIGHT_HEADERS = ['content-type', 'x-tabid, authorization', 'x-evil', 'content-type, x-evil'] as const;
+
+/**
+ * CORS preflights (Fetch standard §4.8) at any route, from allowed and other origins, asking for
+ * any method and headers. A well-formed one (an origin, a method, header names) is answered 2xx
+ * for an allowed origin and 403 for any other; never 404 (the route exists) or a bare 400.
+ */
 export function preflightCase(ctx: FuzzContext): fc.Arbitrary<HttpCase> {
-  const origin = fc.oneof(fc.constantFrom(...ctx.allowedOrigins), fc.constantFrom('http://evil.example', 'null', ''), oddString.map(headerSafe));
-  const method = fc.oneof(fc.constantFrom('GET', 'POST', 'PUT', 'DELETE', 'get', '', 'GET, POST'), oddString.map(headerSafe));
-  const requested = fc.oneof(fc.constantFrom('content-type', 'x-tabid, authorization', 'x-evil', 'content-type, x-evil', ''), oddString.map(headerSafe));
+  const wellFormedOrigins = [...ctx.allowedOrigins, 'http://evil.example'];
+  const origin = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...wellFormedOrigins) }, fc.constantFrom('null', ''), oddString.map(headerSafe));
+  const method = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...PREFLIGHT_METHODS) }, fc.constantFrom('get', '', 'GET, POST'), oddString.map(headerSafe));
+  const requested = fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...PREFLIGHT_HEADERS) }, fc.constant(''), oddString.map(headerSafe));
   return fc
     .record({
-      path: fc.constantFrom(...ROUTE_PATHS),
-      origin: fc.option(origin, { nil: undefined }),
-      method: fc.option(method, { nil: undefined }),
+      path: fc.constantFrom(...ROUTE_PATHS.filter((p) => p !== '/nowhere' && !p.includes('%'))),
+      origin: fc.option(origin, { nil: undefined, freq: 8 }),
+      method: fc.option(method, { nil: undefined, freq: 8 }),
       requested: fc.option(requested, { nil: undefined }),
     })
-    .map(({ path, origin, method, requested }) => ({
-      route: PREFLIGHT_ROUTE,
-      request: {
-        method: 'OPTIONS',
-        target: path,
-        headers: [
-          ...(origin === undefined ? [] : [['Origin', origin] as [string, string]]),
-          ...(method === undefined ? [] : [['Access-Control-Request-Method', method] as [string, string]]),
-          ...(requested === undefined ? [] : [['Access-Control-Request-Headers', requested] as [string, string]]),
-        ],
-      },
-    }));
+    .map(({ path, origin, method, requested }) => {
+      const wellFormed =
+        origin !== undefined && wellFormedOrigins.includes(origin) &&
+        method !== undefined && (PREFLIGHT_METHODS as readonly string[]).includes(method) &&
+        (requested === undefined || (PREFLIGHT_HEADERS as readonly string[]).includes(requested));
+      return {
+        route: PREFLIGHT_ROUTE,
+        ...(wellFormed ? { valid: { refusals: [403] } } : {}),
+        request: {
+          method: 'OPTIONS',
+          target: path,
+          headers: [
+            ...(origin === undefined ? [] : [['Origin', origin] as [string, string]]),
+            ...(method === undefined ? [] : [['Access-Control-Request-Method', method] as [string, string]]),
+            ...(requested === undefined ? [] : [['Access-Control-Request-Headers', requested] as [string, string]]),
+          ],
+        },
+      };
+    });
 }
 
 /** GET routes that answer 2xx to anyone: what they answer must not depend on optional headers. */
@@ -80,7 +95,7 @@ export function benignCase(ctx: FuzzContext): fc.Arbitrary<HttpCase> {
       path: fc.constantFrom(...PUBLIC_GET_PATHS),
       headers: fc.uniqueArray(fc.constantFrom(...benignHeaders(ctx)), { minLength: 1, maxLength: 3 }),
     })
-    .map(({ method, path, headers }) => ({ route: BENIGN_ROUTE, expectOk: true, request: { method, target: path, headers: headers.flat() } }));
+    .map(({ method, path, headers }) => ({ route: BENIGN_ROUTE, valid: { refusals: [] }, request: { method, target: path, headers: headers.flat() } }));
 }
 
 /**
@@ -104,12 +119,23 @@ export const isExpensive = (name: string): boolean => HTTP_ROUTES.some((r) => r.
 /** Every route name the fuzzer drives over HTTP. */
 export const HTTP_ROUTE_NAMES: readonly string[] = [...HTTP_ROUTES.map((r) => r.name), PREFLIGHT_ROUTE, BENIGN_ROUTE];
 
+export interface AnyCaseOptions {
+  /** Share of WebSocket cases, 0..1 (default 0.05). */
+  wsShare?: number;
+  /** Which part of HTTP requests is damaged (default: any). */
+  part?: DamagedPart;
+  /** Only routes whose name matches (default: all). */
+  routes?: RegExp;
+}
+
 /** Any case: an HTTP request at any route (each route equally likely) or, with `wsShare`, a WebSocket case. */
-export function anyCase(ctx: FuzzContext, o: { wsShare?: number } = {}): fc.Arbitrary<FuzzCase> {
+export function anyCase(ctx: FuzzContext, o: AnyCaseOptions = {}): fc.Arbitrary<FuzzCase> {
   const wsShare = o.wsShare ?? 0.05;
-  const http = fc.oneof(...HTTP_ROUTE_NAMES.map((name) => httpCaseFor(ctx, name)));
+  const names = HTTP_ROUTE_NAMES.filter((name) => (o.routes === undefined || o.routes.test(name)) && (o.part !== 'body' || hasBody(name)));
   const wsWeight = Math.round(wsShare * 1000);
-  return fc.oneof({ weight: 1000 - wsWeight, arbitrary: http }, { weight: wsWeight, arbitrary: wsCase(ctx) });
+  if (names.length === 0) return wsCase(ctx);
+  const http = fc.oneof(...names.map((name) => httpCaseFor(ctx, name, o.part ?? 'any')));
+  return wsWeight === 0 ? http : fc.oneof({ weight: 1000 - wsWeight, arbitrary: http }, { weight: wsWeight, arbitrary: wsCase(ctx) });
 }
 
 export { wsCase, wsCases };

@@ -35,8 +35,8 @@ export interface RouteSpec {
 export interface HttpCase {
   route: string;
   request: WireRequest;
-  /** The request is valid (odd only where the protocol allows): it must be answered 2xx or 3xx. */
-  expectOk?: boolean;
+  /** The request is valid (odd only where the protocol allows): it must be answered below 400, or with one of `refusals`. */
+  valid?: { refusals: readonly number[] };
 }
 
 type Header = [string, string];

@@ -73,13 +73,16 @@ export function judgeAnswer(answer: WireAnswer, method = 'GET'): Finding | undef
   return undefined;
 }
 
-/** A valid request (odd only where the protocol allows) must succeed: a refusal is a finding even when it is problem+json. */
-export function judgeValidAnswer(answer: WireAnswer): Finding | undefined {
-  if (answer.status < 400) return undefined;
+/**
+ * A valid request (odd only where the protocol allows) must succeed, or be refused only with one
+ * of `refusals` (a preflight from another origin: 403): any other refusal is a finding, even as problem+json.
+ */
+export function judgeValidAnswer(answer: WireAnswer, refusals: readonly number[], method = 'GET'): Finding | undefined {
+  if (answer.status < 400 || refusals.includes(answer.status)) return undefined;
   const code = /"code":"([a-z_]+)"/.exec(answer.body.toString('utf8'))?.[1];
   return {
     kind: 'valid_request_refused',
-    signature: `${answer.status} ${code ?? answer.headers['content-type'] ?? ''}`.trim(),
+    signature: `${answer.status} ${code ?? (method === 'HEAD' ? '(HEAD)' : (answer.headers['content-type'] ?? ''))}`.trim(),
     detail: `${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}`,
   };
 }

@@ -28,12 +28,12 @@ export function describeRequest(request: WireRequest): string {
   return `${request.method} ${clip(JSON.stringify(request.target).slice(1, -1), 200)} ${clip(JSON.stringify(headers), 600)}${body}`;
 }
 
-function fromOutcome(route: string, request: WireRequest, description: string, outcome: WireOutcome, expectOk = false): Observation {
+function fromOutcome(route: string, request: WireRequest, description: string, outcome: WireOutcome, valid?: HttpCase['valid']): Observation {
   if (outcome.kind === 'no_answer') {
-    const finding: Finding | undefined = expectOk ? { kind: 'valid_request_refused', signature: `no answer (${outcome.reason})`, detail: outcome.detail } : undefined;
+    const finding: Finding | undefined = valid ? { kind: 'valid_request_refused', signature: `no answer (${outcome.reason})`, detail: outcome.detail } : undefined;
     return { route, outcome: `none ${outcome.reason}`, request: description, ...(finding ? { finding } : {}) };
   }
-  const finding = judgeAnswer(outcome.answer, request.method) ?? (expectOk ? judgeValidAnswer(outcome.answer) : undefined);
+  const finding = judgeAnswer(outcome.answer, request.method) ?? (valid ? judgeValidAnswer(outcome.answer, valid.refusals, request.method) : undefined);
   return { route, outcome: String(outcome.answer.status), request: description, ...(finding ? { finding } : {}) };
 }
 
@@ -46,7 +46,7 @@ export async function runCase(target: Target, ctx: FuzzContext, c: FuzzCase, o: 
   const timeoutMs = o.timeoutMs ?? 10_000;
   switch (c.kind) {
     case 'http':
-      return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }), c.expectOk);
+      return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }), c.valid);
     case 'ws-handshake':
       return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }));
     case 'ws-raw':
