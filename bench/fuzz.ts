@@ -176,7 +176,8 @@ async function main(): Promise<number> {
   const refused = tally.count('valid_request_refused');
   const notProblem = tally.count((k) => k !== 'server_error' && k !== 'websocket_internal_error' && k !== 'valid_request_refused');
   console.log('\nSummary');
-  console.log(`  cases            ${tally.total} in ${seconds.toFixed(1)} s (${(tally.total / seconds).toFixed(0)}/s), seed ${seed}`);
+  const stoppedEarly = tally.total < requests ? ` (stopped early: ${died ?? `the ${maxSeconds} s limit`})` : '';
+  console.log(`  cases            ${tally.total} of ${requests} in ${seconds.toFixed(1)} s (${(tally.total / seconds).toFixed(0)}/s), seed ${seed}${stoppedEarly}`);
   console.log(`  5xx              ${fiveXX}`);
   console.log(`  4xx not catalogue problem+json  ${notProblem}`);
   console.log(`  WebSocket 1011   ${wsInternal}`);
