@@ -8,7 +8,8 @@
  * on a loopback port) or the one at --url. Prints a status histogram, per-route counts, every
  * failure class with sample requests, the errors the server logged, and its memory before and
  * after. Exits 1 on any 5xx, any 4xx that is not catalogue problem+json, a WebSocket closed with
- * 1011, a valid request refused, or a server that died. See docs/reliability.md.
+ * 1011, a valid request refused, a guarded route answered without a valid token, a stored stanza
+ * that is not XML, or a server that died. See docs/reliability.md.
  */
 import { rmSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -174,7 +175,9 @@ async function main(): Promise<number> {
   const fiveXX = tally.count('server_error');
   const wsInternal = tally.count('websocket_internal_error');
   const refused = tally.count('valid_request_refused');
-  const notProblem = tally.count((k) => k !== 'server_error' && k !== 'websocket_internal_error' && k !== 'valid_request_refused');
+  const bypassed = tally.count('guard_bypassed');
+  const badXml = tally.count('invalid_xml_stored');
+  const notProblem = tally.count((k) => (k.startsWith('problem_') || k === 'not_problem_json'));
   console.log('\nSummary');
   const stoppedEarly = tally.total < requests ? ` (stopped early: ${died ?? `the ${maxSeconds} s limit`})` : '';
   console.log(`  cases            ${tally.total} of ${requests} in ${seconds.toFixed(1)} s (${(tally.total / seconds).toFixed(0)}/s), seed ${seed}${stoppedEarly}`);
@@ -182,6 +185,8 @@ async function main(): Promise<number> {
   console.log(`  4xx not catalogue problem+json  ${notProblem}`);
   console.log(`  WebSocket 1011   ${wsInternal}`);
   console.log(`  valid requests refused  ${refused}`);
+  console.log(`  guard bypassed   ${bypassed}`);
+  console.log(`  stored stanzas that are not XML  ${badXml}`);
   console.log(`  service          ${up ? 'up, /healthz 200' : `DOWN: ${died ?? 'no /healthz answer'}`}`);
   console.log(`  normal login     ${login}`);
   console.log(`  server memory    before: ${kib(before)}; after: ${kib(after)}`);
@@ -190,11 +195,11 @@ async function main(): Promise<number> {
     const errors = serverErrors(server.logFile);
     if (errors.length > 0) {
       console.log(`\nErrors the service logged (${server.logFile}):`);
-      for (const e of errors.slice(0, 15)) console.log(`  ${pad(e.count)} × ${e.message}${e.stack ? `\n          at ${e.stack}` : ''}`);
+      for (const e of errors.slice(0, 15)) console.log(`  ${pad(e.count)} × ${e.message}${e.stack ? `\n          ${e.stack}` : ''}`);
     }
     await server.stop();
   }
-  const failed = fiveXX + notProblem + wsInternal + refused > 0 || !up || login.startsWith('FAILED');
+  const failed = tally.count(() => true) > 0 || !up || login.startsWith('FAILED');
   // Keep the database and log of a failed run to look at; a clean run leaves nothing behind.
   if (server && !failed) rmSync(server.dir, { recursive: true, force: true });
   else if (server) console.log(`\nKept ${server.dir} (database and server.log) for inspection.`);

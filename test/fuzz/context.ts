@@ -34,6 +34,8 @@ export interface FuzzContext {
   application: (IdentityApplication & { signature: string }) | undefined;
   /** A key the service does not know, to sign forged tokens with. */
   attackerKey: KeyObject;
+  /** The service's public token key (JWK from /.well-known/jwks.json), for algorithm-confusion forgeries. */
+  serviceJwk: Record<string, unknown> | undefined;
   /** Host names (with a public address) the service resolves for callback URLs; none against a real resolver. */
   callbackHosts: string[];
   /** Keeps the context's tab connected; closed by `release`. */
@@ -122,6 +124,7 @@ export async function prepareContext(o: PrepareOptions): Promise<FuzzContext> {
     identityId = applied.status === 201 ? (applied.body.identity.Id as string) : undefined;
     application = validApplication(userName);
   }
+  const jwks = await fetch(`${o.baseUrl}/.well-known/jwks.json`).then(json, () => undefined);
   const callbackHosts = o.callbackHosts ?? [];
   let serviceId: string | undefined;
   if (callbackHosts.length > 0) {
@@ -144,6 +147,7 @@ export async function prepareContext(o: PrepareOptions): Promise<FuzzContext> {
     serviceId,
     application,
     attackerKey: generateKeyPairSync('ed25519').privateKey,
+    serviceJwk: (jwks?.keys?.[0] as Record<string, unknown> | undefined) ?? undefined,
     callbackHosts,
     socket: tab.socket,
   };

@@ -30,6 +30,8 @@ export interface RouteSpec {
   headers?: (ctx: FuzzContext, damaged: boolean) => fc.Arbitrary<Array<[string, string]>>;
   /** A valid request costs the service a password hash (scrypt, tens of ms): the suite runs fewer of them. */
   expensive?: boolean;
+  /** The route answers with stored messages, which must be well-formed XML (oracle.ts judgeStoredMessages). */
+  storedMessages?: boolean;
 }
 
 export interface HttpCase {
@@ -37,6 +39,10 @@ export interface HttpCase {
   request: WireRequest;
   /** The request is valid (odd only where the protocol allows): it must be answered below 400, or with one of `refusals`. */
   valid?: { refusals: readonly number[] };
+  /** A guarded route without the valid bearer token: it must not be answered 2xx. */
+  unauthenticated?: boolean;
+  /** The answer lists stored messages (PopMessages): each must be well-formed XML. */
+  storedMessages?: boolean;
 }
 
 type Header = [string, string];
@@ -244,7 +250,7 @@ function damagedRequest(ctx: FuzzContext, route: RouteSpec, focus: Focus): fc.Ar
           contentType: template === undefined ? fc.oneof({ weight: 4, arbitrary: fc.constant<Header[]>([]) }, { weight: 1, arbitrary: contentType(false) }) : contentType(isText),
           cookie: cookieHeader(ctx, route.cookie === true),
           origin: originHeader(ctx),
-          auth: route.auth ? authorizationHeader(ctx.jwt, ctx.attackerKey) : fc.oneof({ weight: 4, arbitrary: fc.constant<Header[]>([]) }, { weight: 1, arbitrary: authorizationHeader(ctx.jwt, ctx.attackerKey) }),
+          auth: route.auth ? authorizationHeader(ctx.jwt, ctx.attackerKey, ctx.serviceJwk) : fc.oneof({ weight: 4, arbitrary: fc.constant<Header[]>([]) }, { weight: 1, arbitrary: authorizationHeader(ctx.jwt, ctx.attackerKey, ctx.serviceJwk) }),
           extra: route.headers?.(ctx, true) ?? fc.constant<Header[]>([]),
           odd: fc.oneof({ weight: 1, arbitrary: fc.constant<Header[][]>([]) }, { weight: 2, arbitrary: fc.array(oddHeader, { minLength: 1, maxLength: 2 }) }),
         })
@@ -263,8 +269,22 @@ function damagedRequest(ctx: FuzzContext, route: RouteSpec, focus: Focus): fc.Ar
     })
     .map(({ method, version, path, query, headers, body }) => ({
       route: route.name,
+      // Only where the request still names the guarded route (a damaged target or method names another one).
+      ...(route.auth && !damaged('target') && !damaged('method') && !carriesValidToken(headers, ctx.jwt) ? { unauthenticated: true } : {}),
+      ...(route.storedMessages ? { storedMessages: true } : {}),
       request: { method, target: path + query, headers, ...(version === undefined ? {} : { version }), ...(body === undefined ? {} : { body }) },
     }));
+}
+
+/**
+ * Whether the request authenticates with the valid token. Node keeps the first of repeated
+ * Authorization headers and trims the value; the scheme is case-insensitive (RFC 9110 §11.1).
+ */
+function carriesValidToken(headers: Header[], jwt: string | undefined): boolean {
+  const value = headers.find(([name]) => name.toLowerCase() === 'authorization')?.[1].trim();
+  if (value === undefined || jwt === undefined) return false;
+  const match = /^bearer +(\S+)$/i.exec(value);
+  return match?.[1] === jwt;
 }
 
 /** A login code path segment: the context's live code, or a well-formed unknown one. */

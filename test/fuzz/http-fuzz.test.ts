@@ -1,9 +1,11 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { releaseContext } from './context.js';
 import { expectHealthy, expectNormalLogin, FUZZ_SEED, fuzzRuns, startFuzzService, type FuzzService } from './fuzz-service.js';
 import { BENIGN_ROUTE, hasBody, HTTP_ROUTE_NAMES, httpCaseFor, isExpensive, type DamagedPart } from './generators.js';
+import { judgeStoredMessages } from './oracle.js';
 import { runCase } from './run-case.js';
+import { exchange } from './wire.js';
 
 // Property: whatever a client sends to any route, the answer is not a 5xx, and a 4xx is
 // problem+json with a catalogue code and a matching status (docs/reliability.md). Each route has
@@ -46,6 +48,23 @@ describe('HTTP fuzz: generated bad input at every route', () => {
     }
     it(`${name}, damaged headers, target or method: no 5xx, every 4xx is problem+json from the catalogue`, () => property(name, 'request'), 60_000);
   }
+
+  it('every message the fuzzing stored for its account is well-formed XML (PopMessages)', async () => {
+    // The fuzzer sent text and XML messages to its own account with odd `to`, `id`, `subject` and `message`.
+    for (let page = 0; page < 100; page++) {
+      const outcome = await exchange(fuzz.target, {
+        method: 'POST',
+        target: '/Agent/Xmpp/PopMessages',
+        headers: [['Content-Type', 'application/json'], ['Authorization', `Bearer ${fuzz.ctx.jwt}`]],
+        body: JSON.stringify({ maxCount: 100 }),
+      });
+      expect(outcome.kind === 'answer' && outcome.answer.status).toBe(200);
+      if (outcome.kind !== 'answer') return;
+      const finding = judgeStoredMessages(outcome.answer);
+      expect(finding, finding?.detail).toBeUndefined();
+      if ((JSON.parse(outcome.answer.body.toString('utf8')) as { messages: unknown[] }).messages.length < 100) return;
+    }
+  });
 
   it('after the fuzzing the service is up and a normal login still works', async () => {
     await expectHealthy(fuzz.target);

@@ -44,18 +44,27 @@ const xmlPayloads = fc.oneof(
   oddString,
 );
 
+/**
+ * Callback URLs. Host names only where the service resolves them with a resolver the test gives it
+ * (`ctx.callbackHosts`): against a real resolver every generated URL is refused before any name is
+ * looked up (an IP literal outside the public ranges, another scheme, credentials, no URL at all),
+ * so the fuzzer never makes the service ask DNS or reach a host off this machine.
+ */
 const callbackUrl = (ctx: FuzzContext): fc.Arbitrary<unknown> =>
   fc.oneof(
     fc.constantFrom(
       'https://127.0.0.1/cb', 'https://[::1]/cb', 'https://[::ffff:127.0.0.1]/cb', 'https://[::7f00:1]/cb', 'https://10.0.0.1/cb', 'https://169.254.169.254/latest',
       'https://0.0.0.0/cb', 'https://2130706433/cb', 'https://0x7f.1/cb', 'http://127.0.0.1/cb', 'https://user:pw@127.0.0.1/cb', 'ftp://127.0.0.1/cb',
-      'file:///etc/passwd', 'javascript:alert(1)', 'https://localhost/cb', 'https:///cb', 'https://', '//127.0.0.1/cb', 'https://[::1', 'https://%zz/',
+      'file:///etc/passwd', 'javascript:alert(1)', 'https:///cb', 'https://', '//127.0.0.1/cb', 'https://[::1', 'https://%zz/',
     ),
     ...(ctx.callbackHosts.length > 0
-      ? [fc.constantFrom(...ctx.callbackHosts).map((h) => `https://${h}/callback`), fc.constantFrom(...ctx.callbackHosts).chain((h) => oddString.map((s) => `https://${h}/${s}`))]
-      : []),
-    oddString.map((s) => `https://${s}/cb`),
-    oddString,
+      ? [
+          fc.constantFrom(...ctx.callbackHosts).map((h) => `https://${h}/callback`),
+          fc.constantFrom(...ctx.callbackHosts).chain((h) => oddString.map((s) => `https://${h}/${s}`)),
+          oddString.map((s) => `https://${s}/cb`),
+        ]
+      : [oddString.map((s) => `https://10.0.0.1/${s}`)]),
+    oddString.filter((s) => !/^https?:/i.test(s)),
   );
 
 /** Text with an odd character in it, or odd text: what a schema that only checks length lets through. */
@@ -289,6 +298,7 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
     name: 'POST /Agent/Xmpp/PopMessages',
     method: 'POST',
     auth: true,
+    storedMessages: true,
     path: pathVariants('/Agent/Xmpp/PopMessages'),
     body: () => ({ maxCount: 10 }),
     fields: () => ({ maxCount: fc.oneof(fc.constantFrom(0, 1, 100, 101, -1, 1.5, 1e308), oddJsonValue) }),

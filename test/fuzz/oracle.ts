@@ -14,7 +14,9 @@ export type FindingKind =
   | 'problem_code_unknown'
   | 'problem_status_mismatch'
   | 'websocket_internal_error'
-  | 'valid_request_refused';
+  | 'valid_request_refused'
+  | 'guard_bypassed'
+  | 'invalid_xml_stored';
 
 export interface Finding {
   kind: FindingKind;
@@ -85,6 +87,34 @@ export function judgeValidAnswer(answer: WireAnswer, refusals: readonly number[]
     signature: `${answer.status} ${code ?? (method === 'HEAD' ? '(HEAD)' : (answer.headers['content-type'] ?? ''))}`.trim(),
     detail: `${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}`,
   };
+}
+
+/** A guarded route asked without the valid bearer token (none, forged, damaged) must not succeed. */
+export function judgeUnauthenticated(answer: WireAnswer): Finding | undefined {
+  if (answer.status < 200 || answer.status >= 300) return undefined;
+  return { kind: 'guard_bypassed', signature: `${answer.status} without a valid token`, detail: `${answer.status}: ${answer.body.toString('utf8').slice(0, 200)}` };
+}
+
+/** Characters XML 1.0 §2.2 does not allow anywhere in a document, and lone surrogates (no character at all). */
+const NOT_XML = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\ufffe\uffff]|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Messages the service stored (a PopMessages answer) are stanzas it would send to an XMPP server:
+ * each must be well-formed XML, so no character XML forbids in any text or attribute (`to`, `id`).
+ */
+export function judgeStoredMessages(answer: WireAnswer): Finding | undefined {
+  if (answer.status !== 200) return undefined;
+  let messages: Array<{ content?: unknown }>;
+  try {
+    messages = (JSON.parse(answer.body.toString('utf8')) as { messages?: Array<{ content?: unknown }> }).messages ?? [];
+  } catch {
+    return undefined;
+  }
+  const bad = messages.find((m) => typeof m.content === 'string' && NOT_XML.test(m.content));
+  if (!bad) return undefined;
+  const content = String(bad.content);
+  const at = content.search(NOT_XML);
+  return { kind: 'invalid_xml_stored', signature: 'stored stanza holds a character XML forbids', detail: JSON.stringify(content.slice(Math.max(0, at - 60), at + 20)) };
 }
 
 /**

@@ -23,8 +23,11 @@ const compact = (header: unknown, payload: unknown, signer: (input: string) => s
 
 const edSign = (key: KeyObject) => (input: string) => sign(null, Buffer.from(input), key).toString('base64url');
 
-/** Forged tokens built from a valid one (its kid and claims) and a key the service does not know. */
-export function forgedTokens(validJwt: string | undefined, attackerKey: KeyObject): string[] {
+/**
+ * Forged tokens built from a valid one (its kid and claims), a key the service does not know, and
+ * the service's public key (RFC 8725 §2.1: HS256 "signed" with the public key as the HMAC secret).
+ */
+export function forgedTokens(validJwt: string | undefined, attackerKey: KeyObject, serviceJwk?: Record<string, unknown>): string[] {
   const now = Math.floor(Date.now() / 1000);
   const { header, payload, signature } = validJwt
     ? parts(validJwt)
@@ -33,11 +36,17 @@ export function forgedTokens(validJwt: string | undefined, attackerKey: KeyObjec
   const attackerJwk = createPublicKey(attackerKey).export({ format: 'jwk' });
   const [h, p] = validJwt?.split('.') ?? [b64url(header), b64url(payload)];
   const other = { ...payload, sub: 'another-account', userName: 'admin' };
+  // The public key as an HMAC secret, in the encodings a confused verifier might use: the JWK text, its raw x, the PEM.
+  const publicSecrets = serviceJwk
+    ? [JSON.stringify(serviceJwk), String(serviceJwk.x ?? ''), createPublicKey({ key: serviceJwk as never, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString()]
+    : [];
+  const hmac = (secret: string) => (input: string) => createHmac('sha256', secret).update(input).digest('base64url');
   return [
     compact({ alg: 'none', typ: 'JWT' }, payload, () => ''),
     compact({ alg: 'None', kid: header.kid }, payload, () => ''),
-    compact({ ...header, alg: 'HS256' }, payload, (input) => createHmac('sha256', JSON.stringify(attackerJwk)).update(input).digest('base64url')),
-    compact({ ...header, alg: 'HS256' }, payload, (input) => createHmac('sha256', String(header.kid ?? '')).update(input).digest('base64url')),
+    ...publicSecrets.map((secret) => compact({ ...header, alg: 'HS256' }, payload, hmac(secret))),
+    compact({ ...header, alg: 'HS256' }, payload, hmac(JSON.stringify(attackerJwk))),
+    compact({ ...header, alg: 'HS256' }, payload, hmac(String(header.kid ?? ''))),
     compact({ ...header, alg: 'RS256' }, payload, attacker),
     compact(header, payload, attacker),
     compact(header, other, attacker),
@@ -73,8 +82,8 @@ export function forgedTokens(validJwt: string | undefined, attackerKey: KeyObjec
 }
 
 /** An Authorization header (name and value), or none, for a route that wants a bearer token. */
-export function authorizationHeader(validJwt: string | undefined, attackerKey: KeyObject): fc.Arbitrary<Array<[string, string]>> {
-  const forged = forgedTokens(validJwt, attackerKey);
+export function authorizationHeader(validJwt: string | undefined, attackerKey: KeyObject, serviceJwk?: Record<string, unknown>): fc.Arbitrary<Array<[string, string]>> {
+  const forged = forgedTokens(validJwt, attackerKey, serviceJwk);
   const valid = validJwt === undefined ? [] : [`Bearer ${validJwt}`];
   const header = (value: string): Array<[string, string]> => [['Authorization', headerSafe(value)]];
   return fc.oneof(
