@@ -5,7 +5,8 @@ import type { WireAnswer } from './wire.js';
  * What every answer must satisfy, whatever the input (docs/reliability.md): no 5xx, and every 4xx
  * is RFC 9457 problem+json whose `code` is in the error catalogue and whose `status` is the HTTP
  * status. Two 5xx are answers about the deployment, not failures on bad input: 503
- * `xmpp_unavailable` (a remote JID and no XMPP server configured) and 507 `mailbox_full`.
+ * `xmpp_unavailable` (a remote JID and no XMPP server configured) and the 507 quotas (`mailbox_full`,
+ * `identity_limit_reached`, `handler_limit_reached`).
  */
 export type FindingKind =
   | 'server_error'
@@ -26,7 +27,13 @@ export interface Finding {
 }
 
 /** 5xx answers that describe the deployment (a missing XMPP link, a full mailbox), with their codes. */
-export const DEPLOYMENT_5XX: Readonly<Record<string, number>> = { xmpp_unavailable: 503, mailbox_full: 507 };
+export const DEPLOYMENT_5XX: Readonly<Record<string, number>> = {
+  xmpp_unavailable: 503,
+  mailbox_full: 507,
+  // Quotas reached by the fuzzing itself (many valid applications or handlers): state, not input.
+  identity_limit_reached: 507,
+  handler_limit_reached: 507,
+};
 
 /** What kind of body a non-problem answer has, without its variable parts: its `code` or `message`, or its first words. */
 function shape(text: string): string {
