@@ -16,7 +16,8 @@ export function preflightGuard(allowedOrigins: readonly string[]) {
       throw new TabwireError('cors_origin_not_allowed', `Origin ${String(origin)} is not among the allowed origins`);
     }
     // Fetch standard §4.8 (CORS-preflight fetch): a preflight always names the method it asks for.
-    if (typeof request.headers['access-control-request-method'] !== 'string') {
+    const method = request.headers['access-control-request-method'];
+    if (typeof method !== 'string' || method.trim() === '') {
       throw new TabwireError('preflight_invalid', 'A CORS preflight must carry Access-Control-Request-Method');
     }
   };

@@ -206,6 +206,10 @@ describe('CORS preflight refusals are problem+json', () => {
     expectProblem(await preflight(ALLOWED_ORIGIN), 400, 'preflight_invalid');
   });
 
+  it('a preflight with an empty Access-Control-Request-Method answered text/plain (found by the fuzz suite)', async () => {
+    expectProblem(await preflight(ALLOWED_ORIGIN, ''), 400, 'preflight_invalid');
+  });
+
   it('a preflight from the allowed origin still gets CORS, for that origin only', async () => {
     const answer = await preflight(ALLOWED_ORIGIN, 'POST');
     expect(answer.status).toBe(204);

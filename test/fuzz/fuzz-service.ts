@@ -1,0 +1,70 @@
+import { expect } from 'vitest';
+import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import { privateKeyFromPem } from '../../src/identity/keys.js';
+import { post, registered } from '../helpers/http.js';
+import { makeIdentity, startService, testResolver, type TestService } from '../helpers/service.js';
+import { TestTab } from '../helpers/tab.js';
+import { prepareContext, type FuzzContext } from './context.js';
+import { exchange, type Target } from './wire.js';
+
+/**
+ * The service the fuzz tests drive, and what they check around the generated input: that it
+ * still answers /healthz, and that a normal login (tab, QR code, signature, result) still works.
+ */
+
+/** A callback host name the test resolver maps to a public address, so backend registrations can succeed. */
+const CALLBACK_HOST = 'backend.fuzz.test';
+
+/**
+ * Seed and runs per property. The default seed is fixed so the suite is the same on every run;
+ * FUZZ_SEED=<n> replays a seed fast-check printed, FUZZ_RUNS=<n> runs more.
+ */
+export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 9_2024);
+export const fuzzRuns = (fallback: number): number => Number(process.env.FUZZ_RUNS ?? fallback);
+
+export interface FuzzService {
+  service: TestService;
+  ctx: FuzzContext;
+  target: Target;
+}
+
+export async function startFuzzService(): Promise<FuzzService> {
+  // openRegistration: the fuzzer makes its own account and reaches the handlers behind the bearer guard.
+  // A 1 s long-poll hold keeps held polls from dominating the run time.
+  const service = await startService({ openRegistration: true, longPollHoldSeconds: 1 }, { resolve: testResolver({ [CALLBACK_HOST]: ['93.184.216.34'] }) });
+  const { config } = service.app.tabwire;
+  const ctx = await prepareContext({
+    baseUrl: service.baseUrl,
+    componentDomain: config.xmppComponentDomain,
+    allowedOrigins: [...config.allowedOrigins],
+    callbackHosts: [CALLBACK_HOST],
+  });
+  expect(ctx.jwt, 'the fuzz account logs in').toBeDefined();
+  expect(ctx.identityId, 'the fuzz account has an identity').toBeDefined();
+  expect(ctx.serviceId, 'the backend registration succeeds').toBeDefined();
+  return { service, ctx, target: { host: ctx.host, port: ctx.port } };
+}
+
+/** The service answers /healthz with 200 (over a fresh connection, as the fuzzer's own requests go). */
+export async function expectHealthy(target: Target): Promise<void> {
+  const outcome = await exchange(target, { method: 'GET', target: '/healthz', headers: [] });
+  expect(outcome.kind === 'answer' ? outcome.answer.status : outcome.reason).toBe(200);
+}
+
+/** A tab registers over WebSocket, asks for a QR code with its session cookie, a person signs, the tab gets SignatureReceived. */
+export async function expectNormalLogin(service: TestService): Promise<void> {
+  const person = await makeIdentity(service, { FIRST: 'After', LAST: 'Fuzzing' });
+  const tab = await TestTab.open(service.wsUrl);
+  try {
+    await registered(service, tab.tabId);
+    const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'After fuzzing', serviceId: '', tab: tab.tabId }, { cookie: tab.cookie });
+    expect(qr.status).toBe(200);
+    const info = await fetchSignInfo(qr.body.signUrl);
+    const answer = await postDecision(qr.body.signUrl, info, person.identity.id, privateKeyFromPem(person.privateKeyPem), 'approve');
+    expect(answer.state).toBe('approved');
+    const event = await tab.next('SignatureReceived');
+    expect(event.data).toMatchObject({ Id: person.identity.id, Properties: { FIRST: 'After', LAST: 'Fuzzing' }, Purpose: 'After fuzzing' });
+  } finally {
+    tab.close();
+  }
+}
