@@ -85,6 +85,7 @@ const contrast = (dark: Rgb, light: Rgb): number => (luminance(light) + 0.05) / 
 export function resolvePalette(fg: string | undefined, bg: string | undefined): QrPalette {
   const dark = parseColour(fg) ?? BLACK;
   const light = parseColour(bg) ?? WHITE;
+  if (dark === BLACK && light === WHITE) return DEFAULT_PALETTE; // the usual request: no colour given
   // contrast() < 1 when the modules are the lighter colour, so one comparison covers both rules.
   return contrast(dark, light) >= MIN_CONTRAST ? { dark, light } : DEFAULT_PALETTE;
 }
