@@ -265,8 +265,10 @@ async function tabwire(port: number, dir: string, reference: Reference, benchUrl
     const codes: string[] = [];
     for (let i = 0; i < PNG_CODES; i++) {
       const image = await post('image');
-      expect(typeof image.src === 'string' && /^\/QuickLogin\/Qr\/[A-Za-z0-9_-]{22}\.png$/.test(image.src), 'image mode answer lacks src');
-      codes.push(image.src as string);
+      // src is absolute on the service's public base; the load generator needs its path.
+      const path = typeof image.src === 'string' ? new URL(image.src).pathname : '';
+      expect(/^\/QuickLogin\/Qr\/[A-Za-z0-9_-]{22}\.png$/.test(path), 'image mode answer lacks src');
+      codes.push(path);
     }
     const png = await fetchOnce(server.port, 'GET', codes[0]!);
     expect(png.status === 200 && png.headers['content-type'] === 'image/png', `GET ${codes[0]} answered ${png.status}`);

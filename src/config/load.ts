@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
+import { isUnspecifiedAddress, loopbackAliases } from './hosts.js';
 import { ConfigSchema, type Config, type ConfigInput } from './schema.js';
 
 /** Thrown when configuration is invalid; the message names every bad key. */
@@ -75,9 +76,21 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
 }
 
 function finish(input: ConfigInput): Config {
+  if (input.publicBaseUrl === undefined && isUnspecifiedAddress(input.host)) {
+    // Listening on every interface says nothing about the name browsers use; signUrls need that name.
+    throw new ConfigError(
+      `invalid configuration:\n  host (TABWIRE_HOST) "${input.host}" listens on every interface, which is no address a browser or phone can use: ` +
+        'set publicBaseUrl (TABWIRE_PUBLIC_BASE_URL) to the URL people reach the service at, e.g. https://auth.example.org or http://192.0.2.10:8080',
+    );
+  }
   const scheme = input.tlsCertFile === undefined ? 'http' : 'https';
   const publicBaseUrl = (input.publicBaseUrl ?? `${scheme}://${hostForUrl(input.host)}:${input.port}`).replace(/\/$/, '');
   const base = new URL(publicBaseUrl);
+  if (isUnspecifiedAddress(base.hostname)) {
+    throw new ConfigError(
+      `invalid configuration:\n  publicBaseUrl (TABWIRE_PUBLIC_BASE_URL): ${base.hostname} is no address a browser or phone can use: set the URL people reach the service at`,
+    );
+  }
   if (input.cookieSameSite === 'none' && base.protocol !== 'https:') {
     throw new ConfigError('invalid configuration:\n  cookieSameSite (TABWIRE_COOKIE_SAME_SITE): "none" needs an https publicBaseUrl');
   }
@@ -92,7 +105,8 @@ function finish(input: ConfigInput): Config {
     ...input,
     publicBaseUrl,
     // The service's own pages (demo, approval page) always may use it; other origins only when listed.
-    allowedOrigins: Object.freeze([...new Set([base.origin, ...(input.allowedOrigins ?? [])])]),
+    // On a loopback deployment its loopback aliases too (localhost for 127.0.0.1 and so on; never for other hosts).
+    allowedOrigins: Object.freeze([...new Set([base.origin, ...loopbackAliases(base), ...(input.allowedOrigins ?? [])])]),
     legalDomain,
     xmppComponentDomain: input.xmppComponentDomain ?? `agents.${legalDomain}`,
     devApprovalEnabled: input.devApproval === 'on' || (input.devApproval === 'auto' && isLoopback(base.hostname)),

@@ -2,6 +2,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
 import { QR_MODES, type QuickLogin } from '../quicklogin/quicklogin.js';
+import { resolvePalette } from '../quicklogin/qr-colours.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { BackendRegistrations } from '../callbacks/registrations.js';
 import { approveWithDevIdentity } from '../quicklogin/dev-approval.js';
@@ -81,6 +82,28 @@ function kindOf(body: Record<string, unknown>): 'qr' | 'registration' {
   return qr.length > 0 ? 'qr' : 'registration';
 }
 
+/** The last value of a query parameter (a repeated one arrives as an array), when it is a string. */
+function lastOf(value: unknown): string | undefined {
+  const last: unknown = Array.isArray(value) ? value[value.length - 1] : value;
+  return typeof last === 'string' ? last : undefined;
+}
+
+/**
+ * The code and the colour parameters of a QR image request. A page script appends the literal
+ * `&fg=Theme&bg=Theme` to `src`, which has no query string, so parameters arrive after `.png` in the
+ * path or in the query (`?fg=…&bg=…`); both are read, the query last (it wins a repeated name).
+ */
+export function qrImageParams(file: string, query: unknown): { code: string; fg: string | undefined; bg: string | undefined } {
+  const dot = file.indexOf('.png');
+  const params = new URLSearchParams(file.slice(dot + '.png'.length));
+  const q = (query ?? {}) as Record<string, unknown>;
+  return {
+    code: file.slice(0, dot),
+    fg: lastOf(q.fg) ?? params.getAll('fg').at(-1),
+    bg: lastOf(q.bg) ?? params.getAll('bg').at(-1),
+  };
+}
+
 const codeParam = Type.Object({ code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
 
 /** `POST /QuickLogin`, the QR image, and the signing protocol (ARCHITECTURE.md §2). */
@@ -104,10 +127,12 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
 
   app.get(
     '/QuickLogin/Qr/:file',
-    { schema: { params: Type.Object({ file: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}\\.png$' }) }) } },
+    // `<code>.png`, optionally followed by `&name=value...` (docs/signing.md "QR images"); only the code is validated.
+    { schema: { params: Type.Object({ file: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}\\.png(?:&[\\s\\S]*)?$' }) }) } },
     async (request, reply) => {
       const { file } = request.params as { file: string };
-      const image = await o.quickLogin.qrPng(file.slice(0, -'.png'.length));
+      const { code, fg, bg } = qrImageParams(file, request.query);
+      const image = await o.quickLogin.qrPng(code, resolvePalette(fg, bg));
       if (!image) throw new TabwireError('not_found', 'No valid login code has this image');
       return reply
         .type('image/png')

@@ -1,4 +1,5 @@
 import { crc32, deflateSync } from 'node:zlib';
+import { isDefaultPalette, type QrPalette } from './qr-colours.js';
 import { QUIET_ZONE, type QrMatrix } from './qr-matrix.js';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
@@ -38,6 +39,9 @@ function columnMasks(size: number, modulePixels: number): Uint16Array[] {
   return masks;
 }
 
+/** PLTE body (PNG spec §11.2.3): RGB triples, index 0 = dark (bit 0), index 1 = light (bit 1). */
+const plte = ({ dark, light }: QrPalette): Buffer => Buffer.from([dark.r, dark.g, dark.b, light.r, light.g, light.b]);
+
 /** Pixel width (= height) of the PNG for a symbol of `size` modules. */
 export const pngSide = (size: number, modulePixels: number): number => (size + 2 * QUIET_ZONE) * modulePixels;
 
@@ -47,8 +51,12 @@ export const pngSide = (size: number, modulePixels: number): number => (size + 2
  * RGBA that general PNG encoders (including qrcode's own pngjs path) build and compress, which is
  * why this path keeps up with matrix encoding. Only the container is written here; compression is
  * node:zlib's.
+ *
+ * With a palette other than black on white the same bits become a 1-bit indexed PNG (colour type 3,
+ * PNG spec §11.2.3): bit 0 is PLTE entry 0 (`dark`), bit 1 entry 1 (`light`), so a colour pair costs
+ * one 6-byte chunk more and nothing on the default path.
  */
-export function renderPng(matrix: QrMatrix, modulePixels: number): Buffer {
+export function renderPng(matrix: QrMatrix, modulePixels: number, palette?: QrPalette): Buffer {
   const side = pngSide(matrix.size, modulePixels);
   const rowBytes = 1 + Math.ceil(side / 8); // filter byte + packed pixels
   const raw = Buffer.alloc(rowBytes * side, 0xff); // 1 = white; filter bytes fixed below
@@ -70,12 +78,14 @@ export function renderPng(matrix: QrMatrix, modulePixels: number): Buffer {
   const header = Buffer.alloc(13);
   header.writeUInt32BE(side, 0);
   header.writeUInt32BE(side, 4);
+  const indexed = palette !== undefined && !isDefaultPalette(palette);
   header[8] = 1; // bit depth
-  header[9] = 0; // greyscale
+  header[9] = indexed ? 3 : 0; // indexed-colour or greyscale
   // bytes 10-12: compression 0, filter 0, interlace 0
   return Buffer.concat([
     SIGNATURE,
     chunk('IHDR', header),
+    ...(indexed ? [chunk('PLTE', plte(palette))] : []),
     // Level 1: a QR image is long runs of 0x00/0xff bytes, which the fastest level already packs to
     // ~0.5 KiB; level 6 saves ~100 bytes for three times the CPU on the QR hot path.
     chunk('IDAT', deflateSync(raw, { level: 1 })),

@@ -9,6 +9,7 @@ import type { TabEvent } from '../protocol/frames.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
+import type { QrPalette } from './qr-colours.js';
 import { encodeQr, qrSizeFor } from './qr-matrix.js';
 import { pngSide, renderPng } from './qr-png.js';
 import { renderText } from './qr-text.js';
@@ -174,7 +175,9 @@ export class QuickLogin {
       case 'image': {
         // No encoding here: the size follows from the URL's length (qr-matrix.ts); the PNG is made on GET.
         const side = pngSide(qrSizeFor(signUrl), this.o.modulePixels);
-        return { signUrl, src: `/QuickLogin/Qr/${code}.png`, width: side, height: side };
+        // Absolute on the public base: existing pages put `src` into <img src> as given, so a relative
+        // one would load from the page's own host (docs/signing.md "QR images").
+        return { signUrl, src: `${this.o.publicBaseUrl}/QuickLogin/Qr/${code}.png`, width: side, height: side };
       }
       case 'base64': {
         const matrix = encodeQr(signUrl);
@@ -187,13 +190,13 @@ export class QuickLogin {
     }
   }
 
-  /** The PNG of a code while it is valid, with how long it may be cached; undefined otherwise. */
-  async qrPng(code: string): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
+  /** The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached; undefined otherwise. */
+  async qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
     const record = await this.o.store.codes.get(code);
     const now = this.o.clock.now();
     if (!record || record.expiresAt <= now) return undefined;
-    const png = renderPng(encodeQr(this.signUrl(code)), this.o.modulePixels);
+    const png = renderPng(encodeQr(this.signUrl(code)), this.o.modulePixels, palette);
     return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };
   }
 

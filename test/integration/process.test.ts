@@ -124,4 +124,10 @@ describe('the service process and the tabwire CLI', () => {
     expect((bad as { stderr: string }).stderr).toContain('TABWIRE_PORT');
     expect((bad as { stderr: string }).stderr).toContain('TABWIRE_COLOUR: unknown setting');
   });
+
+  it('refuses TABWIRE_HOST=0.0.0.0 without a public base URL instead of handing out http://0.0.0.0 signUrls', async () => {
+    const bad = await run(process.execPath, [MAIN], { env: { ...env, TABWIRE_HOST: '0.0.0.0' } }).catch((e: { code: number; stderr: string }) => e);
+    expect((bad as { code: number }).code).toBe(2);
+    expect((bad as { stderr: string }).stderr).toContain('TABWIRE_PUBLIC_BASE_URL');
+  });
 });

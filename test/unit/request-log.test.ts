@@ -51,6 +51,11 @@ describe('request logs carry no whole login code (sign and QR image URLs were lo
     ]);
   });
 
+  it('cuts a code followed by the appended colour suffix or a query too', () => {
+    expect(redactUrl(`/QuickLogin/Qr/${CODE}.png&fg=Theme&bg=Theme`)).toBe(`/QuickLogin/Qr/${CODE.slice(0, 6)}…`);
+    expect(redactUrl(`/QuickLogin/Qr/${CODE}.png?fg=navy`)).toBe(`/QuickLogin/Qr/${CODE.slice(0, 6)}…?fg=navy`);
+  });
+
   it('leaves other URLs as they are', () => {
     expect(redactUrl('/ClientEvents')).toBe('/ClientEvents');
     expect(redactUrl('/QuickLogin')).toBe('/QuickLogin');
