@@ -29,6 +29,23 @@ async function newContext(origins: string[], options: { ignoreHTTPSErrors?: bool
   return context;
 }
 
+/** Fails with the alert texts in the message (the reference scripts alert the body of any non-200 answer). */
+function expectNoAlert(dialogs: readonly string[], what: string): void {
+  expect(dialogs, `${what}: ${dialogs.join(' | ').slice(0, 400)}`).toEqual([]);
+}
+
+/** What an image URL answers, for the message when the page's <img> did not load it. */
+async function whyNotLoaded(src: string, dispatcher?: Agent): Promise<string> {
+  try {
+    const response = await undiciFetch(src, dispatcher ? { dispatcher } : {});
+    const body = Buffer.from(await response.arrayBuffer());
+    const type = response.headers.get('content-type') ?? '';
+    return `image ${src}: ${response.status} ${type} ${type.startsWith('image/') ? `${body.length} bytes` : body.toString('utf8').slice(0, 200)}`;
+  } catch (err) {
+    return `image ${src}: ${(err as Error).message}`;
+  }
+}
+
 /** Approves a code with the service's development identity (the same-device route of a loopback or test deployment). */
 async function approveAt(baseUrl: string, signUrl: string, dispatcher?: Agent): Promise<void> {
   const response = await undiciFetch(`${baseUrl}${new URL(signUrl).pathname}/Dev`, {
@@ -103,11 +120,11 @@ describe('page on host A, tabwire on host B (the reference documentation set-up:
     await page.goto(`${pages.origin}/image.html`);
 
     const state = await pageSettles(page, dialogs, (s) => s.images.some((i) => i.loaded !== null), 'the first QR image to load or fail');
-    expect(dialogs, 'the QuickLogin script alerted').toEqual([]);
+    expectNoAlert(dialogs, 'the QuickLogin script alerted');
     // The script puts `src` into <img src> as given: only an absolute URL on the service loads.
     expect(state.qr[0]!.src).toMatch(new RegExp(`^${escapeRegExp(tabwireB.publicBaseUrl)}/`));
     const first = state.images.find((i) => i.loaded !== null)!;
-    expect(first.loaded, `image ${first.src}`).toBe(true);
+    expect(first.loaded, await whyNotLoaded(first.src, agent)).toBe(true);
     expect(first.naturalWidth).toBeGreaterThan(0);
 
     const shown = await decodeShownQr(page, '#quickLoginCode img');
@@ -120,7 +137,7 @@ describe('page on host A, tabwire on host B (the reference documentation set-up:
     await approveB(shown.text);
     const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, 'SignatureReceived');
     expect(after.signatures[0].Purpose).toBe('Cross-host login');
-    expect(dialogs).toEqual([]);
+    expectNoAlert(dialogs, 'alert');
     await context.close();
   });
 
@@ -140,7 +157,7 @@ describe('page on host A, tabwire on host B (the reference documentation set-up:
     for (const headers of [{ origin: THIRD_ALLOWED }, { origin: 'https://evil.test' }, {}] as Record<string, string>[]) {
       const refused = await ask(headers);
       const body = (await refused.json()) as Record<string, unknown>;
-      const what = `a cookie-less QR request from ${headers.origin ?? 'no Origin'}: ${refused.status} ${JSON.stringify(body)}`;
+      const what = `a cookie-less QR request from ${headers.origin ?? 'no Origin'}: ${refused.status} ${JSON.stringify(body).slice(0, 120)}`;
       expect(refused.status >= 400 && refused.status < 500, what).toBe(true);
       expect(body.signUrl, what).toBeUndefined();
       expect(refused.headers.get('content-type')).toContain('application/problem+json');
@@ -159,12 +176,12 @@ describe('page on host A, tabwire on host B (the reference documentation set-up:
       await page.goto(`${pages.origin}/slow.html`);
       const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, 'the first QR answer');
       expect(proxyB.webSocketsSeen, 'the handshake went through the slow proxy').toBeGreaterThan(seen);
-      expect(dialogs, 'the QuickLogin script alerted (and will never ask again)').toEqual([]);
+      expectNoAlert(dialogs, 'the QuickLogin script alerted (and will never ask again)');
       expect(state.qr[0]!.signUrl).toMatch(/\/QuickLogin\/Sign\//);
       await approveB(state.qr.at(-1)!.signUrl);
       const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, 'SignatureReceived');
       expect(after.signatures[0].Purpose).toBe('Slow network login');
-      expect(dialogs).toEqual([]);
+      expectNoAlert(dialogs, 'alert');
     } finally {
       proxyB.webSocketDelayMs = 0;
       await context.close();
@@ -211,11 +228,11 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
 
   it('the "&fg=Theme&bg=Theme" suffix on src loads a PNG of the default colours that decodes to the signUrl', async () => {
     const { context, dialogs, state } = await imageWithSuffix('/theme.html', '&fg=Theme&bg=Theme');
-    expect(dialogs).toEqual([]);
+    expectNoAlert(dialogs, 'alert');
     const index = state.images.findIndex((i) => i.loaded !== null);
     const image = state.images[index]!;
     expect(image.src.endsWith('&fg=Theme&bg=Theme')).toBe(true);
-    expect(image.loaded, `image ${image.src}`).toBe(true);
+    expect(image.loaded, await whyNotLoaded(image.src)).toBe(true);
     const themed = await fetchPng(image.src);
     expect(decodePng(themed)).toBe(state.qr[index]!.signUrl);
     // Theme means the defaults: the same colours as the image without the suffix.
@@ -226,10 +243,10 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
 
   it('a colour pair appended to src ("&fg=%23003366&bg=%23ffffee") renders those colours', async () => {
     const { context, page, dialogs, state } = await imageWithSuffix('/colours.html', '&fg=%23003366&bg=%23ffffee');
-    expect(dialogs).toEqual([]);
+    expectNoAlert(dialogs, 'alert');
     const index = state.images.findIndex((i) => i.loaded !== null);
     const image = state.images[index]!;
-    expect(image.loaded, `image ${image.src}`).toBe(true);
+    expect(image.loaded, await whyNotLoaded(image.src)).toBe(true);
     const png = await fetchPng(image.src);
     expect([...colourCounts(png).keys()].sort()).toEqual(['003366', 'ffffee']);
     expect(decodePng(png)).toBe(state.qr[index]!.signUrl);
@@ -260,11 +277,11 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
       await page.goto(`${origin}/login.html`);
       const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, 'the first QR answer');
       expect(proxy.webSocketsSeen, 'the handshake went through the slow proxy').toBeGreaterThan(seen);
-      expect(dialogs, 'the QuickLogin script alerted (and will never ask again)').toEqual([]);
+      expectNoAlert(dialogs, 'the QuickLogin script alerted (and will never ask again)');
       await approve(state.qr.at(-1)!.signUrl);
       const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, 'SignatureReceived');
       expect(after.signatures[0].Purpose).toBe('Slow handshake login');
-      expect(dialogs).toEqual([]);
+      expectNoAlert(dialogs, 'alert');
     } finally {
       proxy.webSocketDelayMs = 0;
       await context.close();
@@ -332,7 +349,8 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
         { timeout: 20_000 },
       );
       const demo = await page.evaluate(() => (window as any).__demo as { statuses: string[]; imageErrors: string[]; brokenFrames: unknown[] });
-      expect(demo.statuses.filter((s) => /could not|error|fail|not allowed|missing/i.test(s)), 'error texts shown').toEqual([]);
+      const errors = demo.statuses.filter((s) => /could not|error|fail|not allowed|missing/i.test(s));
+      expect(errors, `error texts shown: ${errors.join(' | ')}`).toEqual([]);
       expect(demo.imageErrors, 'images that failed to load').toEqual([]);
       expect(demo.brokenFrames.slice(0, 3), `frames with the QR image drawn broken (${demo.brokenFrames.length} in all; t = page ms)`).toEqual([]);
       // At one second: no error, and the image is either not set yet or loaded (never a broken one).
@@ -388,11 +406,11 @@ describe('localhost and 127.0.0.1 both work on a loopback deployment (publicBase
       const dialogs = recordDialogs(page);
       await page.goto(`${origin}/loopback.html`);
       const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, `the first QR answer at ${origin}`);
-      expect(dialogs, origin).toEqual([]);
+      expectNoAlert(dialogs, `${origin}: alert`);
       await approve(state.qr.at(-1)!.signUrl);
       const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, `SignatureReceived at ${origin}`);
       expect(after.signatures[0].Purpose).toBe(`Login at ${origin}`);
-      expect(dialogs, origin).toEqual([]);
+      expectNoAlert(dialogs, `${origin}: alert`);
       await context.close();
     }
   });
