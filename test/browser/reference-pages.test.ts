@@ -1,16 +1,26 @@
 import { mkdirSync } from 'node:fs';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { HOST_A, HOST_B, launchChromium, selfSignedCertificate } from '../helpers/browser.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
 import { registered } from '../helpers/http.js';
-import { closeColour, colourCounts, dominantColours, pageSettles } from '../helpers/page-wait.js';
 import { decodePng } from '../helpers/qr-decode.js';
+import {
+  approveAt,
+  closeColour,
+  colourCounts,
+  decodeShownQr,
+  dominantColours,
+  expectNoAlert,
+  freshContext,
+  pageSettles,
+  whyNotLoaded,
+} from '../helpers/reference-checks.js';
 import { recordDialogs, referencePageHtml, referenceState, routeReferencePage, startPageServer, type PageServer } from '../helpers/reference-page.js';
 import { freePort, startService, type TestService } from '../helpers/service.js';
 
-// Issue 10's acceptance, part 1: a page written for the reference deployments (test/browser/fixtures:
+// Issue 10's acceptance, part 1 (localhost/127.0.0.1: reference-loopback.test.ts; restarts and duplicate tabs: their own files): a page written for the reference deployments (test/browser/fixtures:
 // the older event script and the QuickLogin page script, unchanged behaviour) in a real Chromium.
 let browser: Browser;
 beforeAll(async () => {
@@ -21,57 +31,7 @@ afterAll(async () => {
 });
 
 const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** A fresh browser context (a first visit), allowed the loopback requests Chromium's Local Network Access gates. */
-async function newContext(origins: string[], options: { ignoreHTTPSErrors?: boolean } = {}): Promise<BrowserContext> {
-  const context = await browser.newContext({ ignoreHTTPSErrors: options.ignoreHTTPSErrors ?? false, viewport: { width: 900, height: 760 } });
-  for (const origin of origins) await context.grantPermissions(['local-network-access'], { origin }).catch(() => undefined);
-  return context;
-}
-
-/** Fails with the alert texts in the message (the reference scripts alert the body of any non-200 answer). */
-function expectNoAlert(dialogs: readonly string[], what: string): void {
-  expect(dialogs, `${what}: ${dialogs.join(' | ').slice(0, 400)}`).toEqual([]);
-}
-
-/** What an image URL answers, for the message when the page's <img> did not load it. */
-async function whyNotLoaded(src: string, dispatcher?: Agent): Promise<string> {
-  try {
-    const response = await undiciFetch(src, dispatcher ? { dispatcher } : {});
-    const body = Buffer.from(await response.arrayBuffer());
-    const type = response.headers.get('content-type') ?? '';
-    return `image ${src}: ${response.status} ${type} ${type.startsWith('image/') ? `${body.length} bytes` : body.toString('utf8').slice(0, 200)}`;
-  } catch (err) {
-    return `image ${src}: ${(err as Error).message}`;
-  }
-}
-
-/** Approves a code with the service's development identity (the same-device route of a loopback or test deployment). */
-async function approveAt(baseUrl: string, signUrl: string, dispatcher?: Agent): Promise<void> {
-  const response = await undiciFetch(`${baseUrl}${new URL(signUrl).pathname}/Dev`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: '{"decision":"approve"}',
-    ...(dispatcher ? { dispatcher } : {}),
-  });
-  expect(response.status, `approving ${signUrl}`).toBe(200);
-}
-
-/** Screenshots of the page's QR element until one decodes (the code is replaced every 2 s, an image may still be loading). */
-async function decodeShownQr(page: Page, selector: string): Promise<{ text: string; png: Buffer }> {
-  let last: Error | undefined;
-  for (let attempt = 0; attempt < 20; attempt++) {
-    try {
-      const png = await page.locator(selector).screenshot({ timeout: 5_000 });
-      const text = decodePng(png);
-      if (text !== null) return { text, png };
-    } catch (err) {
-      last = err as Error;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`no screenshot of ${selector} decoded as a QR code${last ? ` (${last.message})` : ''}`);
-}
+const newContext = (origins: string[], options: { ignoreHTTPSErrors?: boolean } = {}) => freshContext(browser, origins, options);
 
 describe('page on host A, tabwire on host B (the reference documentation set-up: NEURON meta, image mode, cookie-less switch)', () => {
   const tls = selfSignedCertificate();
@@ -360,57 +320,6 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
       expect(await page.evaluate(() => (document.getElementById('qr') as HTMLImageElement).naturalWidth)).toBeGreaterThan(0);
     } finally {
       proxy.webSocketDelayMs = 0;
-      await context.close();
-    }
-  });
-});
-
-describe('localhost and 127.0.0.1 both work on a loopback deployment (publicBaseUrl says 127.0.0.1)', () => {
-  let service: TestService;
-  beforeAll(async () => {
-    service = await startService();
-  });
-  afterAll(async () => {
-    await service?.close();
-  });
-  const approve = (signUrl: string) => approveAt(service.baseUrl, signUrl);
-
-  // 127.0.0.1 first: it works today, so a failure at localhost is about the alias, not the test.
-  const origins = () => [service.baseUrl, `http://localhost:${new URL(service.baseUrl).port}`];
-
-  it('the demo page at http://localhost:<port>/ and http://127.0.0.1:<port>/ gets a code and the signed result', async () => {
-    for (const origin of origins()) {
-      const context = await newContext([origin]);
-      const page = await context.newPage();
-      await page.goto(`${origin}/`);
-      // The demo asks again after an error (2 s): wait for a shown code, and say what the page showed if none comes.
-      const shown = await page
-        .waitForFunction(() => {
-          const img = document.getElementById('qr') as HTMLImageElement;
-          return img.complete && img.naturalWidth > 0;
-        }, undefined, { timeout: 15_000 })
-        .then(() => true, () => false);
-      expect(shown, `${origin}: no QR code shown; status: ${await page.textContent('#status')}`).toBe(true);
-      await approve((await page.getAttribute('#same-device', 'href'))!);
-      await page.waitForSelector('#result:not([hidden])', { timeout: 20_000 });
-      expect(await page.textContent('#identity')).toContain('Ada');
-      await context.close();
-    }
-  });
-
-  it('the reference page at localhost and at 127.0.0.1 registers, gets codes without an alert, and receives SignatureReceived', async () => {
-    for (const origin of origins()) {
-      const context = await newContext([origin]);
-      await routeReferencePage(context, origin, '/loopback.html', referencePageHtml({ quickLogin: { mode: 'text', purpose: `Login at ${origin}` } }));
-      const page = await context.newPage();
-      const dialogs = recordDialogs(page);
-      await page.goto(`${origin}/loopback.html`);
-      const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, `the first QR answer at ${origin}`);
-      expectNoAlert(dialogs, `${origin}: alert`);
-      await approve(state.qr.at(-1)!.signUrl);
-      const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, `SignatureReceived at ${origin}`);
-      expect(after.signatures[0].Purpose).toBe(`Login at ${origin}`);
-      expectNoAlert(dialogs, `${origin}: alert`);
       await context.close();
     }
   });

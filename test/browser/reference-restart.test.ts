@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
-import { pageSettles } from '../helpers/page-wait.js';
+import { pageSettles } from '../helpers/reference-checks.js';
 import { kill, startProcess } from '../helpers/process.js';
 import { recordDialogs, referencePageHtml, referenceState, routeReferencePage } from '../helpers/reference-page.js';
 import { freePort } from '../helpers/service.js';
