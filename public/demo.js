@@ -26,7 +26,10 @@ async function refreshCode() {
       refreshTimer = setTimeout(refreshCode, body.code === 'tab_not_registered' ? 300 : 2000);
       return;
     }
-    $('qr').src = new URL(body.src, location.href).href;
+    // The page is served by the service itself, possibly under another loopback name than the public
+    // base (localhost vs 127.0.0.1): load the image from this page's own origin (and its CSP allows it).
+    const src = new URL(body.src, location.href);
+    $('qr').src = src.pathname + src.search;
     $('qr').width = body.width;
     $('qr').height = body.height;
     $('qr-link').href = body.signUrl;
@@ -66,6 +69,10 @@ function showIdentity(result) {
   $('result').hidden = false;
 }
 
+// The image is shown only once a code has loaded: never a broken-image icon while the first code is on its way.
+$('qr').addEventListener('load', () => {
+  $('qr').hidden = false;
+});
 window.Events.on('SignatureReceived', showIdentity);
 window.Events.on('SignatureRejected', () => show('The request was rejected. A new code follows.'));
 $('again').addEventListener('click', () => {
