@@ -22,6 +22,8 @@ export class LongPollConnection implements TabConnection {
     private readonly answer: (answer: PollAnswer) => void,
     /** False once the client has gone (aborted request): frames must not be counted as sent. */
     private readonly writable: () => boolean,
+    /** The HTTP connection the poll came on (see TabConnection.client). */
+    readonly client?: object,
   ) {}
 
   /** False once answered, or once the client went away (so a Register finishing after that attaches nothing). */

@@ -82,7 +82,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     let connection!: LongPollConnection;
     let timer: NodeJS.Timeout | undefined;
     const answer = await new Promise<PollAnswer>((resolve) => {
-      connection = new LongPollConnection(resolve, () => !reply.raw.destroyed && !request.raw.socket.destroyed);
+      connection = new LongPollConnection(resolve, () => !reply.raw.destroyed && !request.raw.socket.destroyed, request.raw.socket);
       timer = setTimeout(() => connection.idle(), o.longPollHoldMs);
       // A response closed before it was answered: the client went away. What reaches the tab now waits in its outbox.
       reply.raw.on('close', () => connection.close(0, 'client_gone'));

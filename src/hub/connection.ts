@@ -9,6 +9,12 @@ export interface TabConnection {
   readonly transport: 'websocket' | 'long-poll';
   /** False once the connection can never write again (socket closed, poll answered or abandoned). */
   readonly open: boolean;
+  /**
+   * What identifies the client across connections, when the transport has it: a long-poll's kept-alive
+   * socket. The hub remembers the last event written to each, so two pages polling one tab (a
+   * duplicated browser tab) each get every event, even one that arrived while only the other was polling.
+   */
+  readonly client?: object;
   /** Writes frames in order. Returns false when the connection can take no more (a long-poll already answered). */
   send(frames: readonly EventFrame[]): boolean;
   close(code: number, reason: string): void;

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Bus, BusMessage, DeliveryFallback } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import { closeCodes } from '../errors.js';
-import type { TabEvent } from '../protocol/frames.js';
+import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { addressKey, type TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
 import type { Delivery } from './delivery.js';
@@ -15,6 +15,8 @@ interface LocalTab {
    * so two pages may hold one tab; each receives the tab's events (fan-out), nobody is kicked out.
    */
   connections: Set<TabConnection>;
+  /** The last event id written to each client that has one (TabConnection.client). */
+  cursors: WeakMap<object, number>;
   /** Transport of the latest connection: a long-poll tab between two polls is still live. */
   transport: TabConnection['transport'] | undefined;
   outbox: Outbox;
@@ -128,7 +130,9 @@ export class Hub implements Delivery {
       tab.connections.add(connection);
     }
     tab.transport = connection.transport;
-    this.flushTo(tab, connection, lastEventId);
+    // A client the tab has written to before resumes after what it got, even events another page took.
+    const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors.get(connection.client));
+    this.flushTo(tab, connection, cursor);
     if (this.o.greeting && (created || connection.transport === 'websocket')) this.push(tab, this.o.greeting(), undefined, now);
     return outcome;
   }
@@ -218,6 +222,7 @@ export class Hub implements Delivery {
     const tab: LocalTab = {
       address,
       connections: new Set(),
+      cursors: new WeakMap(),
       transport: undefined,
       outbox: new Outbox(this.o.outboxLimit, this.o.outboxMaxAgeMs, now * 1000),
       lastSeen: now,
@@ -274,7 +279,7 @@ export class Hub implements Delivery {
     const frames = tab.outbox.pending();
     if (frames.length === 0) return;
     let written = false;
-    for (const connection of [...tab.connections]) if (connection.send(frames)) written = true;
+    for (const connection of [...tab.connections]) if (this.write(tab, connection, frames)) written = true;
     if (written) tab.outbox.markSent(frames);
     this.prune(tab);
   }
@@ -284,8 +289,14 @@ export class Hub implements Delivery {
     this.settleUnsent(tab.outbox.expire(this.o.clock.now()), 'expired');
     const frames = tab.outbox.pending(afterId);
     if (frames.length === 0) return;
-    if (connection.send(frames)) tab.outbox.markSent(frames);
+    if (this.write(tab, connection, frames)) tab.outbox.markSent(frames);
     this.prune(tab);
+  }
+
+  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[]): boolean {
+    if (!connection.send(frames)) return false;
+    if (connection.client !== undefined) tab.cursors.set(connection.client, frames[frames.length - 1]!.id);
+    return true;
   }
 
   /** Drops connections that can write no more (an answered long-poll, a closed socket). */

@@ -10,6 +10,7 @@ import { Outbox } from '../../src/hub/outbox.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 
 class FakeConnection implements TabConnection {
+  client?: object;
   frames: EventFrame[] = [];
   closed: { code: number; reason: string } | undefined;
   open = true;
@@ -153,6 +154,43 @@ describe('Hub', () => {
     await tick();
     expect([first.frames.map((f) => f.type), second.frames.map((f) => f.type)]).toEqual([['Both'], ['Both']]);
     expect([first.closed, second.closed]).toEqual([undefined, undefined]);
+  });
+
+  it('two pages polling one tab each get an event that arrived while only one was polling (per-client cursor)', async () => {
+    const { hub } = makeHub();
+    const pageA = {};
+    const pageB = {};
+    // A poll is answered once: after its first frames it can take no more (as LongPollConnection).
+    const poll = (client: object) => {
+      const c = Object.assign(new FakeConnection('long-poll'), { client });
+      const send = c.send.bind(c);
+      c.send = (frames) => {
+        const ok = send(frames);
+        c.open = false;
+        return ok;
+      };
+      return c;
+    };
+    const a1 = poll(pageA);
+    hub.attach(A, a1);
+    const b1 = poll(pageB);
+    hub.attach(A, b1);
+    await hub.deliver(A, { type: 'First', data: 1 });
+    await tick();
+    expect([a1.frames.length, b1.frames.length]).toEqual([1, 1]);
+    // A polls again at once; B is between polls when the next event comes.
+    const a2 = poll(pageA);
+    hub.attach(A, a2);
+    await hub.deliver(A, { type: 'Second', data: 2 });
+    await tick();
+    expect(a2.frames.map((f) => f.data)).toEqual([2]);
+    const b2 = poll(pageB);
+    hub.attach(A, b2);
+    expect(b2.frames.map((f) => f.data)).toEqual([2]);
+    // And A's next poll does not get it again.
+    const a3 = poll(pageA);
+    hub.attach(A, a3);
+    expect(a3.frames).toEqual([]);
   });
 
   it('beyond MAX_CONNECTIONS_PER_TAB live connections, the oldest is closed as replaced', () => {
