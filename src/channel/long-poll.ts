@@ -1,4 +1,7 @@
+import type { Logger } from 'pino';
 import type { TabConnection } from '../hub/connection.js';
+import type { Hub } from '../hub/hub.js';
+import type { TabRegistry } from '../hub/registry.js';
 import type { EventFrame } from '../protocol/frames.js';
 
 /** What a held poll is finally answered with. */
@@ -55,4 +58,61 @@ export class LongPollConnection implements TabConnection {
     this.done = true;
     this.answer(answer);
   }
+}
+
+export interface LongPollChannelOptions {
+  registry: TabRegistry;
+  hub: Hub;
+  log: Logger;
+  holdMs: number;
+}
+
+/** One `POST /ClientEvents` as the transport sees it, once HTTP has checked its headers and session. */
+export interface Poll {
+  tabId: string;
+  session: string;
+  /** The page location (the body): the origin cookie-less QR requests must come from. */
+  location: string;
+  lastEventId: number | undefined;
+  /** The poll created the session: answer at once, so the page has its cookie for QR requests now. */
+  newSession: boolean;
+  /** The HTTP connection (TabConnection.client). */
+  client: object;
+  /** False once the client has gone. */
+  writable: () => boolean;
+  /** Registers what to do when the client goes away before the answer. */
+  onClientGone: (listener: () => void) => void;
+}
+
+/**
+ * Serves one long-poll the way `serveWebSocket` serves a socket (docs/events.md "Long-poll"): the poll
+ * registers its tab (the first poll of a tab binds it), is held until an event, the hold time, or a
+ * reason to give up, and is detached from the hub when answered. Resolves with what to answer.
+ */
+export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<PollAnswer> {
+  const address = { tabId: poll.tabId, session: poll.session };
+  let connection!: LongPollConnection;
+  let timer: NodeJS.Timeout | undefined;
+  const answer = await new Promise<PollAnswer>((resolve) => {
+    connection = new LongPollConnection(resolve, poll.writable, poll.client);
+    timer = setTimeout(() => connection.idle(), o.holdMs);
+    // A response closed before it was answered: the client went away. What reaches the tab now waits in its outbox.
+    poll.onClientGone(() => connection.close(0, 'client_gone'));
+    o.registry.register(poll.tabId, poll.session, connection, poll.location, poll.lastEventId).then(
+      (outcome) => {
+        if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
+        o.hub.touch(address);
+        // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
+        // QR requests now, not after the hold time. The client polls again immediately.
+        if (poll.newSession) connection.send([]);
+      },
+      (err: unknown) => {
+        o.log.error({ err }, 'long-poll registration failed');
+        connection.close(0, 'internal_error');
+      },
+    );
+  });
+  clearTimeout(timer);
+  o.hub.detach(address, connection);
+  return answer;
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { LongPollConnection, type PollAnswer } from '../channel/long-poll.js';
+import type { Logger } from 'pino';
+import { holdPoll } from '../channel/long-poll.js';
 import type { UpgradeDecision } from '../channel/websocket-upgrade.js';
 import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
@@ -76,34 +77,21 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     }
     const newSession = sessionIdOf(request) === undefined;
     const sessionHash = ensureSession(request, reply, o.cookies);
-    const address = { tabId, session: sessionHash };
     reply.header('cache-control', 'no-store');
 
-    let connection!: LongPollConnection;
-    let timer: NodeJS.Timeout | undefined;
-    const answer = await new Promise<PollAnswer>((resolve) => {
-      connection = new LongPollConnection(resolve, () => !reply.raw.destroyed && !request.raw.socket.destroyed, request.raw.socket);
-      timer = setTimeout(() => connection.idle(), o.longPollHoldMs);
-      // A response closed before it was answered: the client went away. What reaches the tab now waits in its outbox.
-      reply.raw.on('close', () => connection.close(0, 'client_gone'));
-      // The body is the page location (reference client): its origin is what cookie-less QR requests must come from.
-      const location = typeof request.body === 'string' ? request.body.slice(0, 4096) : '';
-      registry.register(tabId, sessionHash, connection, location, lastEventId).then(
-        (outcome) => {
-          if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
-          hub.touch(address);
-          // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
-          // QR requests now, not after the hold time. The client polls again immediately.
-          if (newSession) connection.send([]);
-        },
-        (err: unknown) => {
-          request.log.error({ err }, 'long-poll registration failed');
-          connection.close(0, 'internal_error');
-        },
-      );
-    });
-    clearTimeout(timer);
-    hub.detach(address, connection);
+    const answer = await holdPoll(
+      { registry, hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs },
+      {
+        tabId,
+        session: sessionHash,
+        location: typeof request.body === 'string' ? request.body.slice(0, 4096) : '',
+        lastEventId,
+        newSession,
+        client: request.raw.socket,
+        writable: () => !reply.raw.destroyed && !request.raw.socket.destroyed,
+        onClientGone: (listener) => reply.raw.on('close', listener),
+      },
+    );
     switch (answer.kind) {
       case 'events':
         return reply.send(answer.frames);
