@@ -52,6 +52,8 @@ const QUIET_ZONE = 4;
 const URL_POOL = 1024;
 /** Image-mode codes issued before the PNG measurement; GET cycles through them. */
 const PNG_CODES = 256;
+/** Domain calls in flight at once in the in-process rows (as many as the HTTP rows' connections). */
+const IN_FLIGHT = HTTP.connections;
 const MODES = ['text', 'base64', 'image'] as const;
 
 const root = new URL('../', import.meta.url);
@@ -148,14 +150,16 @@ async function inProcess(urls: string[], dir: string, port: number): Promise<Mea
     await app.ready();
     const { quickLogin } = app.tabwire;
     const caller = { sessionHash: null, origin: null };
+    // 32 calls at once, as the HTTP rows have 32 requests in flight: the group commit then writes
+    // them in one transaction, as it does under load (one call at a time would pay a commit each).
     const requestQr = (mode: QrMode): OperationSpec => ({
       key: `domain.${mode}`,
-      label: `quickLogin.requestQr(${mode})  [code + SQLite insert + render, no HTTP]`,
+      label: `quickLogin.requestQr(${mode}) x${IN_FLIGHT}  [code + SQLite insert + render, no HTTP]`,
       unit: 'code',
-      op: () => quickLogin.requestQr({ mode, purpose: 'bench', serviceId: '', tab: '' }, caller),
+      op: () => Promise.all(Array.from({ length: IN_FLIGHT }, () => quickLogin.requestQr({ mode, purpose: 'bench', serviceId: '', tab: '' }, caller))),
       async: true,
     });
-    return await measureInterleaved(
+    const measured = await measureInterleaved(
       [
         { key: 'raw.encodeQr', label: `encodeQr(url)  [qr ${versionOf('qr')}, byte mode, EC M]`, unit: 'matrix', op: (i) => encodeQr(at(i)) },
         { key: 'render.text', label: 'encodeQr + renderText  [= text mode work]', unit: 'qr', op: (i) => renderText(encodeQr(at(i))) },
@@ -174,6 +178,12 @@ async function inProcess(urls: string[], dir: string, port: number): Promise<Mea
         ...MODES.map(requestQr),
       ],
       { ...IN_PROCESS, otherLimitPercent: OTHER_CPU_LIMIT },
+    );
+    // The domain rows timed batches of IN_FLIGHT calls: per code.
+    return measured.map((m) =>
+      m.key.startsWith('domain.')
+        ? { ...m, count: m.count * IN_FLIGHT, rate: m.rate * IN_FLIGHT, cpuMicrosPerOp: m.cpuMicrosPerOp === undefined ? undefined : m.cpuMicrosPerOp / IN_FLIGHT }
+        : m,
     );
   } finally {
     await app.close();
@@ -270,6 +280,32 @@ async function tabwire(port: number, dir: string, reference: Reference, benchUrl
     }
     rows.push(await reference.around(server, () => runLoad(image), false));
     return rows;
+  } finally {
+    await child?.stop();
+  }
+}
+
+/**
+ * `text` issuance with the log level operators run by default (`info`): Fastify then writes two
+ * request lines per request, synchronously, as to stdout (here to /dev/null: the cheapest reader).
+ * Context only, next to the silent figures the budget uses; it shows what request logging costs.
+ */
+async function tabwireLogged(port: number, dir: string, reference: Reference): Promise<Bracketed> {
+  let child: ChildServer | undefined;
+  try {
+    child = await startChild('tabwire (log info)', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire-info.sqlite'), 'info']);
+    const server = child;
+    const probe = await fetchOnce(server.port, 'POST', '/QuickLogin', { mode: 'text', purpose: 'bench', serviceId: '', tab: '' });
+    expect(probe.status === 200, `POST /QuickLogin (text, log info) answered ${probe.status}`);
+    const issue: LoadOptions = {
+      ...load(server, 'http.text.info', 'tabwire POST /QuickLogin mode=text, log info'),
+      method: 'POST',
+      path: () => '/QuickLogin',
+      headers: JSON_HEADERS,
+      body: qrBody('text'),
+    };
+    await runLoad({ ...issue, warmupMs: 0, durationMs: SERVER_WARMUP_MS.text });
+    return await reference.around(server, () => runLoad(issue), false);
   } finally {
     await child?.stop();
   }
@@ -453,6 +489,7 @@ export const qrIssuance: Benchmark = {
       };
       figures.http.push(await bareFastify(barePort, reference));
       figures.http.push(...(await tabwire(tabwirePort, dir, reference, urls[0]!)));
+      figures.http.push(await tabwireLogged(await freePort(), dir, reference));
 
       const cpu = cpus();
       const context = [

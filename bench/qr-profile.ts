@@ -1,5 +1,5 @@
 /**
- * `npx tsx bench/qr-profile.ts [text|base64|image|png|bare] [seconds]`: runs tabwire (or the bare
+ * `npx tsx bench/qr-profile.ts [text|base64|image|png|bare] [seconds] [logLevel]`: runs tabwire (or the bare
  * Fastify route) in a child process under `node --cpu-prof`, loads it over loopback from this process
  * as the qr-issuance benchmark does (32 keep-alive connections), and prints where the server's CPU
  * went: self time by function and by package. Not part of `npm run bench`: it explains the figures,
@@ -14,9 +14,11 @@ import { formatRate, table } from './lib/stats.js';
 
 const mode = process.argv[2] ?? 'text';
 const seconds = Number(process.argv[3] ?? '8');
+/** tabwire's log level (bench/servers/tabwire.ts): silent unless given, e.g. `info` (the config default). */
+const logLevel = process.argv[4] ?? 'silent';
 const MODES = ['text', 'base64', 'image', 'png', 'bare'];
 if (!MODES.includes(mode) || !(seconds > 0 && seconds <= 60)) {
-  console.error(`usage: tsx bench/qr-profile.ts [${MODES.join('|')}] [seconds <= 60]`);
+  console.error(`usage: tsx bench/qr-profile.ts [${MODES.join('|')}] [seconds <= 60] [logLevel]`);
   process.exit(2);
 }
 
@@ -54,7 +56,7 @@ const body = (m: string): Buffer => Buffer.from(JSON.stringify({ mode: m, purpos
 const server =
   mode === 'bare'
     ? await startChild('bare', new URL('./servers/bare.ts', import.meta.url), [String(port)], { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
-    : await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite')], {
+    : await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite'), logLevel], {
         nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
       });
 try {

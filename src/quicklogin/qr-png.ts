@@ -49,7 +49,7 @@ export const pngSide = (size: number, modulePixels: number): number => (size + 2
 /**
  * Renders a QR matrix as a 1-bit greyscale PNG (PNG spec §11.2.2, colour type 0, bit depth 1).
  * A QR code is black and white, so one bit per pixel is all it needs: the raw image is 1/32 of the
- * RGBA that general PNG encoders (including qrcode's own pngjs path) build and compress, which is
+ * RGBA that general PNG encoders (such as the `qrcode` package's pngjs path) build and compress, which is
  * why this path keeps up with matrix encoding. Only the container is written here; compression is
  * node:zlib's.
  *
