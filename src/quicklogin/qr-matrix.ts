@@ -1,4 +1,4 @@
-import QRCode from 'qrcode';
+import encodeQR from 'qr';
 
 /** A square QR symbol: `dark(row, col)` for 0 <= row, col < size. */
 export interface QrMatrix {
@@ -10,14 +10,15 @@ export interface QrMatrix {
 export const QUIET_ZONE = 4;
 
 /**
- * Encodes `text` with the maintained `qrcode` library. Byte mode is forced so the symbol version
- * depends on the text's length only, never on its characters: every signUrl of one service has
- * the same size, which lets `image` mode answer width and height without encoding.
+ * Encodes `text` with the `qr` library (ISO/IEC 18004), error correction M. Byte mode is forced so
+ * the symbol version depends on the text's length only, never on its characters: every signUrl of
+ * one service has the same size, which lets `image` mode answer width and height without encoding.
+ * `raw` output always carries a border of at least one module (its default is 2, which is why its
+ * defaults look one version larger); the renderers draw their own quiet zone, so the ring is skipped.
  */
 export function encodeQr(text: string): QrMatrix {
-  const { modules } = QRCode.create([{ data: Buffer.from(text, 'utf8'), mode: 'byte' }], { errorCorrectionLevel: 'M' });
-  const { size, data } = modules;
-  return { size, dark: (row, col) => data[row * size + col] === 1 };
+  const rows = encodeQR(text, 'raw', { ecc: 'medium', encoding: 'byte', border: 1 });
+  return { size: rows.length - 2, dark: (row, col) => rows[row + 1]![col + 1]! };
 }
 
 const sizeByLength = new Map<number, number>();

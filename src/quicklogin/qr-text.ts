@@ -2,28 +2,39 @@ import { QUIET_ZONE, type QrMatrix } from './qr-matrix.js';
 
 // Each character covers two module rows: upper and lower half. Dark modules are drawn, so the
 // block reads dark-on-light in a page's <pre> (SPEC.md "QR response" rule 3).
-const BOTH = '\u2588'; // █
-const UPPER = '\u2580'; // ▀
-const LOWER = '\u2584'; // ▄
-const NONE = ' ';
+const BOTH = 0x2588; // █
+const UPPER = 0x2580; // ▀
+const LOWER = 0x2584; // ▄
+const NONE = 0x20; // space
+const NEWLINE = 0x0a;
 
-/** Renders a QR matrix as lines of Unicode half blocks with a quiet zone of spaces. */
+/**
+ * Renders a QR matrix as lines of Unicode half blocks with a quiet zone of spaces. The characters
+ * are written as UTF-16 code units into one buffer and decoded once: building the string a
+ * character at a time cost about twice as much (docs/benchmarks.md), and `text` mode does this on
+ * every request.
+ */
 export function renderText(matrix: QrMatrix): string {
-  const side = matrix.size + 2 * QUIET_ZONE;
-  const dark = (r: number, c: number): boolean => {
-    const row = r - QUIET_ZONE;
-    const col = c - QUIET_ZONE;
-    return row >= 0 && col >= 0 && row < matrix.size && col < matrix.size && matrix.dark(row, col);
-  };
-  const lines: string[] = [];
+  const { size } = matrix;
+  const side = size + 2 * QUIET_ZONE;
+  const lines = Math.ceil(side / 2);
+  const units = new Uint16Array(lines * (side + 1) - 1); // no newline after the last line
+  let k = 0;
   for (let r = 0; r < side; r += 2) {
-    let line = '';
-    for (let c = 0; c < side; c++) {
-      const top = dark(r, c);
-      const bottom = r + 1 < side && dark(r + 1, c);
-      line += top ? (bottom ? BOTH : UPPER) : bottom ? LOWER : NONE;
+    if (r > 0) units[k++] = NEWLINE;
+    const top = r - QUIET_ZONE;
+    const bottom = top + 1;
+    const hasTop = top >= 0 && top < size;
+    const hasBottom = bottom >= 0 && bottom < size;
+    units.fill(NONE, k, k + QUIET_ZONE);
+    k += QUIET_ZONE;
+    for (let c = 0; c < size; c++) {
+      const upper = hasTop && matrix.dark(top, c);
+      const lower = hasBottom && matrix.dark(bottom, c);
+      units[k++] = upper ? (lower ? BOTH : UPPER) : lower ? LOWER : NONE;
     }
-    lines.push(line);
+    units.fill(NONE, k, k + QUIET_ZONE);
+    k += QUIET_ZONE;
   }
-  return lines.join('\n');
+  return Buffer.from(units.buffer, units.byteOffset, units.byteLength).toString('utf16le');
 }
