@@ -57,6 +57,7 @@ function observed(store: Store): { store: Store; hooks: { delivered: (id: string
     remove: (id) => inner.remove(id),
     claimDue: (now, leaseMs, limit) => inner.claimDue(now, leaseMs, limit),
     deleteEnded: (before) => inner.deleteEnded(before),
+    renewLease: (id, heldUntil, until) => inner.renewLease(id, heldUntil, until),
     async markDelivered(id, now) {
       const moved = await inner.markDelivered(id, now);
       if (moved) hooks.delivered(id);

@@ -3,6 +3,7 @@ import type { CodesTable, Database } from '../schema.js';
 import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from '../stores.js';
 import { toCallbackRow } from './callback-store.js';
 import { GroupCommit } from './group-commit.js';
+import { outboxCommitQueue } from './group-commit.js';
 
 /** Any complete code: only its shape matters for compiling the insert. */
 const PLACEHOLDER: LoginCode = {
@@ -86,7 +87,8 @@ export class SqlCodeStore implements CodeStore {
     if (!callback) return Number((await settle(this.db)).numUpdatedRows) === 1;
     // Backend mode: the callback exists exactly when the code is approved, so none is ever sent for a
     // code that ends rejected or won by another signature, and none is lost to a crash in between.
-    return this.db.transaction().execute(async (trx) => {
+    // Group-committed with the outbox's other writes (one commit per loop turn under load).
+    return outboxCommitQueue(this.db).unit(async (trx) => {
       if (Number((await settle(trx)).numUpdatedRows) !== 1) return false;
       await trx
         .insertInto('callbacks')
