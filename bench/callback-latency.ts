@@ -56,7 +56,8 @@ export interface LatencyReport {
 
 const fmt = (v: number): string => (v >= 10 ? v.toFixed(1) : v.toFixed(2));
 
-export async function signatureToCallbackLatency(dir: string, tls: { certFile: string; keyFile: string }): Promise<LatencyReport> {
+/** `serverNodeArgs`: e.g. ['--cpu-prof'] to profile the server while it is measured. */
+export async function signatureToCallbackLatency(dir: string, tls: { certFile: string; keyFile: string }, serverNodeArgs: string[] = []): Promise<LatencyReport> {
   // The backend: HTTPS in this process, so arrival and signature are read on one clock.
   const arrived = new Map<string, number>();
   let duplicates = 0;
@@ -100,7 +101,7 @@ export async function signatureToCallbackLatency(dir: string, tls: { certFile: s
     await store.close();
     server = await startChild('tabwire (backend mode)', new URL('./servers/callbacks-tabwire.ts', import.meta.url), [
       JSON.stringify({ port, sqliteFile, caFile: tls.certFile }),
-    ]);
+    ], { nodeArgs: serverNodeArgs });
     const base = `http://127.0.0.1:${port}`;
     pool = new Pool(base, { connections: 64, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
     const http = pool;

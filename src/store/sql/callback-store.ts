@@ -44,6 +44,17 @@ const PLACEHOLDER: Callback = {
   nextAttemptAt: 0, deadline: 0, lastError: '', createdAt: 0, deliveredAt: 0,
 };
 
+/** The callbacks insert (a new id only), compiled once per database; parameters in `toCallbackRow`'s order. */
+const insertSql = new WeakMap<Kysely<Database>, string>();
+export function callbackInsertSql(db: Kysely<Database>): string {
+  let sql = insertSql.get(db);
+  if (sql === undefined) {
+    sql = db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql;
+    insertSql.set(db, sql);
+  }
+  return sql;
+}
+
 /** The durable callback outbox in SQL. Claims are conditional UPDATEs, so several nodes can share it. */
 export class SqlCallbackStore implements CallbackStore {
   // The two writes every callback makes (stored, delivered) are group-committed (see group-commit.ts); in
@@ -52,11 +63,7 @@ export class SqlCallbackStore implements CallbackStore {
   private readonly deliveries: GroupCommit;
 
   constructor(private readonly db: Kysely<Database>) {
-    this.inserts = new GroupCommit(
-      db,
-      db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql,
-      'immediate',
-    );
+    this.inserts = new GroupCommit(db, callbackInsertSql(db), 'immediate');
     this.deliveries = new GroupCommit(
       db,
       db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile().sql,
