@@ -25,6 +25,10 @@ export interface DelivererOptions {
   connectTimeoutMs: number;
   totalTimeoutMs: number;
   pollMs: number;
+  /** Own attempts in flight at once (default CONCURRENCY; tests make it small). */
+  concurrency?: number;
+  /** Callbacks this node holds for its own attempts (default QUEUE_LIMIT; tests make it small). */
+  queueLimit?: number;
 }
 
 /** A claim outlives an attempt by this much; after a crash, its callbacks are retried once the lease lapses. */
@@ -69,6 +73,7 @@ export class CallbackDeliverer {
   private rerun = false;
   /** Set by `stop`: nothing new starts (held callbacks stay leased in the store and are retried once it lapses). */
   private stopping = false;
+  private stopped: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
   /** Held callbacks not yet attempted, oldest first, from `head` on (a queue without O(n) shifts). */
   private queue: (Held | undefined)[] = [];
@@ -78,6 +83,8 @@ export class CallbackDeliverer {
   /** Callbacks this node took on: being stored, queued or being attempted (at most QUEUE_LIMIT). */
   private held = 0;
   private readonly leaseMs: number;
+  private readonly concurrency: number;
+  private readonly queueLimit: number;
   /** URL -> whether `checkCallbackUrl` accepted it. */
   private readonly urlChecks = new Map<string, boolean>();
   /** The metric children, looked up once rather than per attempt. */
@@ -85,6 +92,8 @@ export class CallbackDeliverer {
 
   constructor(private readonly o: DelivererOptions) {
     this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
+    this.concurrency = o.concurrency ?? CONCURRENCY;
+    this.queueLimit = o.queueLimit ?? QUEUE_LIMIT;
     // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
     this.agent = new Agent({
       connect: { lookup: filteringLookup(o.policy, o.resolve), timeout: o.connectTimeoutMs, ...(o.ca ? { ca: o.ca } : {}) },
@@ -101,11 +110,15 @@ export class CallbackDeliverer {
     this.kick();
   }
 
-  async stop(): Promise<void> {
-    this.stopping = true;
-    clearInterval(this.timer);
-    await Promise.allSettled([...this.inFlight]);
-    await this.agent.close();
+  /** Waits for the attempts in flight, then closes the connections. Idempotent. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      this.stopping = true;
+      clearInterval(this.timer);
+      await Promise.allSettled([...this.inFlight]);
+      await this.agent.close();
+    })();
+    return this.stopped;
   }
 
   /**
@@ -123,8 +136,8 @@ export class CallbackDeliverer {
    * code). Nothing is attempted unless `save` says it stored the callback.
    */
   async storeAndAttempt(callback: Callback, save: (toStore: CallbackToStore) => Promise<boolean>): Promise<boolean> {
-    const hold = this.held < QUEUE_LIMIT;
-    const waits = this.held >= CONCURRENCY;
+    const hold = this.held < this.queueLimit;
+    const waits = this.held >= this.concurrency;
     if (hold) this.held++;
     const leaseUntil = this.o.clock.now() + this.leaseMs + (waits ? QUEUE_GRACE_MS : 0);
     let stored = false;
@@ -145,7 +158,7 @@ export class CallbackDeliverer {
 
   /** Starts held callbacks while attempt slots are free. */
   private pump(): void {
-    while (!this.stopping && this.active < CONCURRENCY && this.head < this.queue.length) {
+    while (!this.stopping && this.active < this.concurrency && this.head < this.queue.length) {
       const next = this.queue[this.head]!;
       this.queue[this.head++] = undefined;
       if (this.head === this.queue.length) {
@@ -176,7 +189,10 @@ export class CallbackDeliverer {
   private async attemptHeld({ callback, leaseUntil }: Held): Promise<void> {
     const now = this.o.clock.now();
     if (leaseUntil - now < this.o.totalTimeoutMs + LEASE_MARGIN_MS / 2) {
-      if (!(await this.o.callbacks.renewLease(callback.id, leaseUntil, now + this.leaseMs))) return;
+      if (!(await this.o.callbacks.renewLease(callback.id, leaseUntil, now + this.leaseMs))) {
+        this.o.log.info({ webhookId: callback.id }, 'callback lease lapsed while queued and another claim took it; left to that claim');
+        return;
+      }
     }
     await this.attempt(callback);
   }
