@@ -61,7 +61,7 @@ interface Held {
 type Outcome = { kind: 'delivered' } | { kind: 'gone' } | { kind: 'retry'; reason: string; retryAfterMs?: number };
 
 /**
- * The durable callback outbox (ARCHITECTURE.md §2 "Backend mode"): every callback is in the store
+ * The durable callback outbox (docs/backend.md "Delivery guarantees"): every callback is in the store
  * before its first attempt; attempts back off with jitter and honour Retry-After until the first
  * 2xx or the deadline; 410 stops them; a restart picks up whatever is pending. On the first 2xx
  * the tab hears `SignatureReceivedBE` (data ""), once.
