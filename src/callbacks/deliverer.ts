@@ -1,12 +1,13 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
 import type { Callback, CallbackStore, CallbackToStore } from '../store/stores.js';
 import { checkCallbackUrl, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
+import { postOnce } from './post.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
 
 export interface DelivererOptions {
@@ -85,8 +86,8 @@ export class CallbackDeliverer {
   private readonly leaseMs: number;
   private readonly concurrency: number;
   private readonly queueLimit: number;
-  /** URL -> whether `checkCallbackUrl` accepted it. */
-  private readonly urlChecks = new Map<string, boolean>();
+  /** URL text -> the URL `checkCallbackUrl` accepted, or null. */
+  private readonly urlChecks = new Map<string, URL | null>();
   /** The metric children, looked up once rather than per attempt. */
   private readonly attemptsBy: Record<Outcome['kind'], { inc(): void }>;
 
@@ -268,22 +269,22 @@ export class CallbackDeliverer {
   }
 
   /**
-   * `checkCallbackUrl` without the network, remembered per URL: it depends only on the URL text and the
-   * policy, both fixed. (Name resolution is not cached here: the agent's lookup checks every connection.)
+   * `checkCallbackUrl` without the network, remembered per URL (parsed, or null when refused): it depends
+   * only on the URL text and the policy, both fixed. (Name resolution is not cached here: the agent's
+   * lookup checks every connection.)
    */
-  private urlAllowed(url: string): boolean {
-    let allowed = this.urlChecks.get(url);
-    if (allowed === undefined) {
+  private allowedUrl(raw: string): URL | null {
+    let url = this.urlChecks.get(raw);
+    if (url === undefined) {
       try {
-        checkCallbackUrl(url, this.o.policy);
-        allowed = true;
+        url = checkCallbackUrl(raw, this.o.policy);
       } catch {
-        allowed = false;
+        url = null;
       }
       if (this.urlChecks.size >= URL_CHECK_CACHE) this.urlChecks.clear();
-      this.urlChecks.set(url, allowed);
+      this.urlChecks.set(raw, url);
     }
-    return allowed;
+    return url;
   }
 
   /** Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2^(attempt-1), capped. */
@@ -294,28 +295,22 @@ export class CallbackDeliverer {
 
   private async send(callback: Callback): Promise<Outcome> {
     // Again at delivery: an IP-literal host never goes through the lookup.
-    if (!this.urlAllowed(callback.url)) return { kind: 'retry', reason: 'address_refused' };
+    const url = this.allowedUrl(callback.url);
+    if (url === null) return { kind: 'retry', reason: 'address_refused' };
     const timestamp = Math.floor(this.o.clock.now() / 1000);
     try {
       const signature = await webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, privateKey: this.o.privateKey, secret: callback.webhookSecret });
-      const response = await request(callback.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal: AbortSignal.timeout(this.o.totalTimeoutMs),
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'tabwire-callbacks',
-          'webhook-id': callback.id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': signature,
-        },
-        body: callback.body,
-      });
-      await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
-      const status = response.statusCode;
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'tabwire-callbacks',
+        'webhook-id': callback.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signature,
+      };
+      const { status, retryAfter } = await postOnce(this.agent, url, headers, callback.body, { timeoutMs: this.o.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
       if (status >= 200 && status < 300) return { kind: 'delivered' };
       if (status === 410) return { kind: 'gone' };
-      const retryAfterMs = parseRetryAfter(response.headers['retry-after'], this.o.clock.now());
+      const retryAfterMs = parseRetryAfter(retryAfter, this.o.clock.now());
       const reason = status >= 300 && status < 400 ? 'redirect_not_followed' : `status_${status}`;
       return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
     } catch (err) {

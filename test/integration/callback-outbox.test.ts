@@ -29,13 +29,35 @@ class HeldBackend {
   private server!: Server;
   url = '';
 
+  /** Answer at once with 200 and this many bytes of body (instead of holding the answer). */
+  answerBytes: number | undefined;
+  /** Bytes of those answers that went out before the client closed the connection. */
+  answerBytesWritten = 0;
+
   async start(): Promise<void> {
     this.server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
       req.resume();
       req.on('end', () => {
         const id = String(req.headers['webhook-id']);
         this.received.push(id);
-        this.waiting.set(id, res);
+        if (this.answerBytes === undefined) {
+          this.waiting.set(id, res);
+          return;
+        }
+        // A large answer, written in chunks as the client reads them.
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const chunk = Buffer.alloc(16_384, 'x');
+        let left = this.answerBytes;
+        const write = (): void => {
+          while (left > 0) {
+            left -= chunk.length;
+            this.answerBytesWritten += chunk.length;
+            if (!res.write(chunk)) return void res.once('drain', write);
+          }
+          res.end();
+        };
+        res.on('close', () => (left = 0));
+        write();
       });
     });
     await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
@@ -75,9 +97,10 @@ afterAll(async () => {
 afterEach(async () => {
   await deliverer?.stop();
   await store.close();
+  backend.answerBytes = undefined;
 });
 
-async function setUp(limits: { concurrency: number; queueLimit: number }): Promise<CallbackDeliverer> {
+async function setUp(limits: { concurrency: number; queueLimit: number }, timeoutMs = TIMEOUT_MS): Promise<CallbackDeliverer> {
   clock = new ManualClock(1_800_000_000_000);
   logLines = [];
   store = await openSqliteStore(join(dir, `outbox-${files++}.sqlite`));
@@ -93,8 +116,8 @@ async function setUp(limits: { concurrency: number; queueLimit: number }): Promi
     ca: tls.cert.toString(),
     retryBaseMs: 1_000,
     retryCapMs: 1_000,
-    connectTimeoutMs: TIMEOUT_MS,
-    totalTimeoutMs: TIMEOUT_MS,
+    connectTimeoutMs: timeoutMs,
+    totalTimeoutMs: timeoutMs,
     pollMs: 60_000,
     ...limits,
   });
@@ -169,5 +192,25 @@ describe('callback outbox queue', () => {
     backend.release('msg_held');
     await until(async () => (await stateOf('msg_over')) === 'delivered' && (await stateOf('msg_held')) === 'delivered', 'both to be delivered');
     expect(backend.received.slice(before).sort()).toEqual(['msg_held', 'msg_over']);
+  });
+});
+
+describe('callback attempts', () => {
+  it('an attempt the backend never answers ends at callbackTimeoutMs as a timeout, and the callback waits for its retry', async () => {
+    const outbox = await setUp({ concurrency: 4, queueLimit: 10 }, 300);
+    await outbox.enqueue(callback('msg_silent'));
+    await until(async () => (await store.callbacks.get('msg_silent'))?.lastError === 'timeout', 'the attempt to time out', 5_000);
+    expect(await store.callbacks.get('msg_silent')).toMatchObject({ state: 'pending', attempts: 1, lastError: 'timeout' });
+    expect(backend.received.filter((id) => id === 'msg_silent')).toHaveLength(1);
+  });
+
+  it('a 200 with a huge body counts as delivered, and the body is not read beyond a few KiB', async () => {
+    const outbox = await setUp({ concurrency: 4, queueLimit: 10 });
+    backend.answerBytes = 64 * 1024 * 1024;
+    backend.answerBytesWritten = 0;
+    await outbox.enqueue(callback('msg_chatty'));
+    await until(async () => (await stateOf('msg_chatty')) === 'delivered', 'the callback to be delivered');
+    // The client closed the connection early: far less than the 64 MiB went out (socket buffers hold some).
+    expect(backend.answerBytesWritten).toBeLessThan(8 * 1024 * 1024);
   });
 });
