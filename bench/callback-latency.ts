@@ -1,11 +1,13 @@
 /**
  * Signature -> callback latency at a steady login rate, what a site in backend mode feels: tabwire runs
- * as a real server in a child process (bench/servers/callbacks-tabwire.ts); this process is the people
- * logging in (QR code, the signing app's GET and signed POST /QuickLogin/Sign/{code}) and the site's
- * backend (an HTTPS receiver). Both ends of the measured interval are read on this process's clock:
- * from just before the signed POST is sent to when the callback's body has arrived. Part of the
- * `callbacks` benchmark (bench/callbacks.ts); see docs/benchmarks.md.
- */
+ * as a real server in a child process (bench/servers/callbacks-tabwire.ts); this process is the signing
+ * apps and the site's backend (an HTTPS receiver). The login codes are issued first (POST /QuickLogin
+ * with the serviceId, uncounted): QR issuance under load is the waiting-people benchmark's subject, and a
+ * waiting page asks for several codes per login. Then, on a fixed schedule of LOGIN_RATE a second, each
+ * login is what a signing app does: GET its signUrl, Ed25519-sign the challenge, POST the signature. Both
+ * ends of the measured interval are read on this process's clock: from just before the signed POST is
+ * sent to when the callback's body has arrived. Part of the `callbacks` benchmark (bench/callbacks.ts);
+ * see docs/benchmarks.md. */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
@@ -34,6 +36,8 @@ const DRAIN_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 10_000;
 /** The issue's budget: p99 from signature to callback received. */
 export const BUDGET_P99_MS = 50;
+/** Code requests in flight while the codes are issued. */
+const ISSUERS = 16;
 /** The schedule is checked this often; every login due by then is started. */
 const TICK_MS = 2;
 
@@ -121,10 +125,23 @@ export async function signatureToCallbackLatency(dir: string, tls: { certFile: s
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const { serviceId } = (await call('POST', '/QuickLogin', { service: receiverUrl, sessionId: 'bench-latency', webhookSecret: secret })) as { serviceId: string };
 
-    const login = async (l: Login): Promise<void> => {
-      try {
+    // The codes, issued before anything is timed.
+    const warmup = WARMUP_SECONDS * LOGIN_RATE;
+    const total = warmup + MEASURED_SECONDS * LOGIN_RATE;
+    const paths: string[] = [];
+    const issue = async (): Promise<void> => {
+      while (paths.length < total) {
+        const slot = paths.push('') - 1;
         const qr = await call('POST', '/QuickLogin', { mode: 'text', purpose: 'Latency benchmark', serviceId, tab: '' });
-        const path = new URL(qr.signUrl as string).pathname;
+        paths[slot] = new URL(qr.signUrl as string).pathname;
+      }
+    };
+    const issueStarted = performance.now();
+    await Promise.all(Array.from({ length: ISSUERS }, issue));
+    const issueSeconds = (performance.now() - issueStarted) / 1000;
+
+    const login = async (l: Login, path: string): Promise<void> => {
+      try {
         l.webhookId = `msg_${path.split('/').pop()}`;
         const info = await call('GET', path);
         const signature = signEd25519(signer.key, signedMessage(info.challenge as string, signer.legalId, 'approve'));
@@ -138,8 +155,6 @@ export async function signatureToCallbackLatency(dir: string, tls: { certFile: s
     };
 
     // Open loop: login i starts at t0 + i / rate, whatever the answers do.
-    const warmup = WARMUP_SECONDS * LOGIN_RATE;
-    const total = warmup + MEASURED_SECONDS * LOGIN_RATE;
     const logins: Login[] = [];
     const running: Promise<void>[] = [];
     let window: CpuWindow | undefined;
@@ -154,7 +169,7 @@ export async function signatureToCallbackLatency(dir: string, tls: { certFile: s
           measuredFrom = performance.now();
         }
         logins.push(l);
-        running.push(login(l));
+        running.push(login(l, paths[logins.length - 1]!));
       }
       await sleep(TICK_MS);
     }
@@ -178,7 +193,7 @@ export async function signatureToCallbackLatency(dir: string, tls: { certFile: s
     const slowStart = rate < LOGIN_RATE * 0.95;
 
     const lines = [
-      `${measured.length.toLocaleString('en-US')} logins started at ${rate.toFixed(0)}/s over ${(launchedIn / 1000).toFixed(1)} s (after ${warmup.toLocaleString('en-US')} uncounted)`,
+      `${total.toLocaleString('en-US')} codes issued first in ${issueSeconds.toFixed(1)} s (uncounted); ${measured.length.toLocaleString('en-US')} logins (GET signUrl, signed POST) started at ${rate.toFixed(0)}/s over ${(launchedIn / 1000).toFixed(1)} s, after ${warmup.toLocaleString('en-US')} uncounted`,
       `signature -> callback received, ms: p50 ${fmt(p(50))}, p90 ${fmt(p(90))}, p99 ${fmt(p(99))}, max ${fmt(p(100))}`,
       `signature -> its HTTP answer, ms: p50 ${fmt(percentile(answers, 50))}, p99 ${fmt(percentile(answers, 99))}`,
       `callbacks: ${latencies.length.toLocaleString('en-US')} received, ${missing} missing after ${DRAIN_MS / 1000} s, ${duplicates} repeated, ${verified.toLocaleString('en-US')} verified (v1a), ${unverified} failed verification; login errors: ${errors.length}${errors[0] ? ` (first: ${errors[0].error})` : ''}`,
@@ -192,7 +207,7 @@ export async function signatureToCallbackLatency(dir: string, tls: { certFile: s
     return {
       lines,
       context: [
-        `latency run: tabwire (buildApp, SQLite, log silent) in a child process listening on loopback; this process starts ${LOGIN_RATE} logins/s on a fixed schedule (POST /QuickLogin with the serviceId, GET the signUrl, Ed25519-sign its challenge, POST it) and is the HTTPS receiver; processes not pinned to cores`,
+        `latency run: tabwire (buildApp, SQLite, log silent) in a child process listening on loopback; this process issues the codes first (POST /QuickLogin with the serviceId, uncounted), then starts ${LOGIN_RATE} logins/s on a fixed schedule (GET the signUrl, Ed25519-sign its challenge, POST it) and is the HTTPS receiver; processes not pinned to cores`,
       ],
       budget: {
         name: `p99 signature -> callback received <= ${BUDGET_P99_MS} ms at ${LOGIN_RATE} logins/s`,
