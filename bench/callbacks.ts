@@ -1,9 +1,11 @@
 /**
- * Callback delivery benchmark: how many backend callbacks per second tabwire's durable outbox
- * (CallbackDeliverer: SQLite insert, claim, signed POST over HTTPS, mark delivered) gets to a
- * local HTTPS receiver, next to plain undici POSTs of the same body from the same process to the
- * same receiver, in the same run. See docs/benchmarks.md.
- */
+ * Callback delivery benchmark: how many backend callbacks per second tabwire's durable outbox gets to a
+ * local HTTPS receiver, next to plain undici POSTs of the same body from the same process to the same
+ * receiver, in the same run. An outbox callback takes the path of a real signature in backend mode:
+ * the code is settled and its callback stored in one transaction (code store `settle`), then the
+ * CallbackDeliverer signs it (Standard Webhooks v1a + v1), POSTs it over HTTPS and marks it delivered.
+ * Then the signature -> callback latency at a steady login rate (bench/callback-latency.ts).
+ * See docs/benchmarks.md. */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +14,8 @@ import { Agent, request } from 'undici';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config/load.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
-import type { Callback, CallbackStore, Store } from '../src/store/stores.js';
+import type { Callback, CallbackStore, LoginCode, Store } from '../src/store/stores.js';
+import { BUDGET_P99_MS, LOGIN_RATE, signatureToCallbackLatency, type LatencyReport } from './callback-latency.js';
 import { freePort, startChild, type ChildServer } from './lib/child.js';
 import { selfSignedLoopbackCertificate } from './lib/callbacks-tls.js';
 import { CpuWindow, OTHER_CPU_LIMIT, expect, machineLine, ownCpu, revision, versionOf, waitForQuiet, waitUntil } from './lib/channel-common.js';
@@ -26,14 +29,18 @@ const WARMUP = 300;
 const PLAIN_WARMUP = 1_000;
 /** Rounds of each kind, taken in turn (plain, outbox, plain, outbox ...); the rate is the median. */
 const ROUNDS = 3;
-/** Requests in flight for the plain POSTs: the deliverer's batch size (src/callbacks/deliverer.ts BATCH). */
+/**
+ * Requests in flight for the plain POSTs, and signatures in flight (producers) for the outbox: as many
+ * signing requests at once as plain requests.
+ */
 const PLAIN_CONCURRENCY = 16;
 /** The issue's budget: outbox callbacks/s at least this share of the plain POST rate. */
 const BUDGET_SHARE = 0.5;
 const ROUND_TIMEOUT_MS = 60_000;
 
 interface Round {
-  kind: 'outbox' | 'plain';
+  /** outbox: settle + callback, 16 producers; enqueue: deliverer.enqueue awaited one by one (the earlier benchmark); plain: undici POSTs. */
+  kind: 'outbox' | 'enqueue' | 'plain';
   count: number;
   ms: number;
   rate: number;
@@ -57,6 +64,7 @@ function observed(store: Store): { store: Store; hooks: { delivered: (id: string
     remove: (id) => inner.remove(id),
     claimDue: (now, leaseMs, limit) => inner.claimDue(now, leaseMs, limit),
     deleteEnded: (before) => inner.deleteEnded(before),
+    renewLease: (id, heldUntil, until) => inner.renewLease(id, heldUntil, until),
     async markDelivered(id, now) {
       const moved = await inner.markDelivered(id, now);
       if (moved) hooks.delivered(id);
@@ -130,8 +138,23 @@ export const callbacks: Benchmark = {
       );
       const template = (await store.callbacks.get(flowId))!;
       const body = template.body;
+      const flowCode = (await store.codes.get(signPath.split('/').pop()!))!;
 
-      const outboxRound = async (n: number, tag: string): Promise<Round> => {
+      /**
+       * One outbox round. `outbox`: n codes are issued first (uncounted), then PLAIN_CONCURRENCY producers
+       * settle them as a signature does in backend mode (QuickLogin.sign -> backendMode.settleWith ->
+       * deliverer.storeAndAttempt with the code store's settle). `enqueue`: deliverer.enqueue awaited one by
+       * one, as the benchmark measured before (a path production does not take since callbacks are stored
+       * with their code's settlement).
+       */
+      const outboxRound = async (kind: 'outbox' | 'enqueue', n: number, tag: string): Promise<Round> => {
+        const created = Date.now();
+        const codes = Array.from({ length: n }, (_, i): LoginCode => ({ ...flowCode, code: `b${tag}x${i}`, state: 'pending', legalId: null, signedAt: null, createdAt: created, expiresAt: created + 300_000 }));
+        if (kind === 'outbox') await Promise.all(codes.map((c) => store!.codes.insert(c)));
+        const callbackFor = (code: string): Callback => {
+          const now = Date.now();
+          return { ...template, id: `msg_${code}`, state: 'pending', attempts: 0, nextAttemptAt: now, deadline: now + 300_000, lastError: null, createdAt: now, deliveredAt: null };
+        };
         const enqueuedAt = new Map<string, number>();
         const latencies: number[] = [];
         let last = 0;
@@ -147,30 +170,34 @@ export const callbacks: Benchmark = {
         });
         const window = await CpuWindow.open([ownCpu, () => rx.cpuMicros()]);
         const t0 = performance.now();
-        for (let i = 0; i < n; i++) {
-          const id = `bench_${tag}_${i}`;
-          const now = Date.now();
-          const callback: Callback = {
-            ...template,
-            id,
-            state: 'pending',
-            attempts: 0,
-            nextAttemptAt: now,
-            deadline: now + 300_000,
-            lastError: null,
-            createdAt: now,
-            deliveredAt: null,
+        if (kind === 'enqueue') {
+          for (const { code } of codes) {
+            const callback = callbackFor(code);
+            enqueuedAt.set(callback.id, performance.now());
+            expect(await deliverer.enqueue(callback), `callback ${callback.id} was not inserted`);
+          }
+        } else {
+          let next = 0;
+          const producer = async (): Promise<void> => {
+            while (next < n) {
+              const { code } = codes[next++]!;
+              const callback = callbackFor(code);
+              enqueuedAt.set(callback.id, performance.now());
+              const settled = await deliverer.storeAndAttempt(callback, (toStore) =>
+                store!.codes.settle(code, { state: 'approved', legalId: flowCode.legalId!, now: Date.now(), callback: toStore }),
+              );
+              expect(settled, `code ${code} was not settled`);
+            }
           };
-          enqueuedAt.set(id, performance.now());
-          expect(await deliverer.enqueue(callback), `callback ${id} was not inserted`);
+          await Promise.all(Array.from({ length: PLAIN_CONCURRENCY }, producer));
         }
         const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), ROUND_TIMEOUT_MS).unref());
         const outcome = await Promise.race([done, timeout]);
         const cpu = await window.close();
-        expect(outcome !== 'timeout', `outbox round ${tag}: ${latencies.length} of ${n} callbacks delivered in ${ROUND_TIMEOUT_MS} ms`);
+        expect(outcome !== 'timeout', `${kind} round ${tag}: ${latencies.length} of ${n} callbacks delivered in ${ROUND_TIMEOUT_MS} ms`);
         const ms = last - t0;
         return {
-          kind: 'outbox',
+          kind,
           count: n,
           ms,
           rate: (n * 1000) / ms,
@@ -222,19 +249,19 @@ export const callbacks: Benchmark = {
 
       // Warm-up (JIT, TLS sessions, pooled connections), uncounted. Twice in turn: both paths share
       // undici's code, and the first plain round after the first outbox round came out slow.
+      const KINDS = ['plain', 'outbox', 'enqueue'] as const;
+      const roundOf = (kind: Round['kind'], n: number, tag: string): Promise<Round> => (kind === 'plain' ? plainRound(n) : outboxRound(kind, n, tag));
       for (const pass of [1, 2]) {
-        await plainRound(PLAIN_WARMUP);
-        await outboxRound(WARMUP, `warm${pass}`);
+        for (const kind of KINDS) await roundOf(kind, kind === 'plain' ? PLAIN_WARMUP : WARMUP, `w${pass}${kind[0]}`);
       }
       const rounds: Round[] = [];
       for (let r = 0; r < ROUNDS; r++) {
-        rounds.push(await plainRound(N));
-        rounds.push(await outboxRound(N, `r${r}`));
+        for (const kind of KINDS) rounds.push(await roundOf(kind, N, `r${r}${kind[0]}`));
       }
       const received = JSON.parse(
         (await request(`https://127.0.0.1:${rx.port}/count`, { dispatcher: agent }).then((res) => res.body.text())) as string,
       ) as { received: number };
-      const expected = 1 + 2 * (PLAIN_WARMUP + WARMUP) + 2 * ROUNDS * N;
+      const expected = 1 + 2 * (PLAIN_WARMUP + 2 * WARMUP) + 3 * ROUNDS * N;
 
       const of = (kind: Round['kind']): Round[] => {
         const all = rounds.filter((r) => r.kind === kind);
@@ -243,13 +270,30 @@ export const callbacks: Benchmark = {
       };
       const plainRate = median(of('plain').map((r) => r.rate));
       const outboxRate = median(of('outbox').map((r) => r.rate));
+      const enqueueRate = median(of('enqueue').map((r) => r.rate));
       const share = outboxRate / plainRate;
       const errors = rounds.reduce((n, r) => n + r.errors, 0);
       const disturbed = rounds.filter((r) => r.otherPercent > OTHER_CPU_LIMIT);
 
+      // The throughput rounds are done: the in-process app goes before the latency run starts its server.
+      await app.close();
+      app = undefined;
+      let latency: LatencyReport | undefined;
+      let latencyError: string | undefined;
+      try {
+        latency = await signatureToCallbackLatency(dir, tls);
+      } catch (err) {
+        latencyError = (err as Error).message;
+      }
+
       const fmt = (v: number): string => (v >= 10 ? v.toFixed(1) : v.toFixed(2));
+      const label: Record<Round['kind'], string> = {
+        plain: `plain undici POST, ${PLAIN_CONCURRENCY} in flight`,
+        outbox: `outbox: settle + callback, ${PLAIN_CONCURRENCY} signatures in flight -> 2xx -> delivered`,
+        enqueue: 'outbox: deliverer.enqueue awaited one by one (earlier benchmark)',
+      };
       const rows = rounds.map((r, i) => [
-        `${r.kind === 'outbox' ? 'outbox: deliverer.enqueue -> 2xx -> markDelivered' : `plain undici POST, ${PLAIN_CONCURRENCY} in flight`} (round ${Math.floor(i / 2) + 1})`,
+        `${label[r.kind]} (round ${Math.floor(i / KINDS.length) + 1})`,
         formatRate(r.rate),
         fmt(r.p50),
         fmt(r.p99),
@@ -266,19 +310,28 @@ export const callbacks: Benchmark = {
           unreliable: disturbed.length > 0 ? `other processes used > ${OTHER_CPU_LIMIT}% of a core in ${disturbed.length} round(s)` : undefined,
           detail: `${formatRate(outboxRate)} callbacks/s = ${formatRatio(share)} of ${formatRate(plainRate)} POSTs/s (medians of ${ROUNDS} rounds of ${N.toLocaleString('en-US')})`,
         },
+        latency?.budget ?? {
+          name: `p99 signature -> callback received <= ${BUDGET_P99_MS} ms at ${LOGIN_RATE} logins/s`,
+          met: false,
+          unreliable: 'the latency run failed',
+          detail: latencyError ?? 'not run',
+        },
       ];
-      const measurements: Measurement[] = rounds.map((r, i) => ({
-        key: `callbacks.${r.kind}.${Math.floor(i / 2)}`,
-        label: r.kind === 'outbox' ? 'outbox callbacks' : 'plain POSTs',
-        rate: r.rate,
-        unit: r.kind === 'outbox' ? 'callback' : 'req',
-        count: r.count,
-        windowMs: r.ms,
-        cpuPercent: r.cpuPercent,
-        otherCpuPercent: r.otherPercent,
-        latencyMs: { p50: r.p50, p99: r.p99, max: r.max },
-        errors: r.errors,
-      }));
+      const measurements: Measurement[] = [
+        ...rounds.map((r, i) => ({
+          key: `callbacks.${r.kind}.${Math.floor(i / KINDS.length)}`,
+          label: r.kind === 'plain' ? 'plain POSTs' : `${r.kind} callbacks`,
+          rate: r.rate,
+          unit: r.kind === 'plain' ? 'req' : 'callback',
+          count: r.count,
+          windowMs: r.ms,
+          cpuPercent: r.cpuPercent,
+          otherCpuPercent: r.otherPercent,
+          latencyMs: { p50: r.p50, p99: r.p99, max: r.max },
+          errors: r.errors,
+        })),
+        ...(latency ? [latency.measurement] : []),
+      ];
       return {
         title: callbacks.description,
         context: [
@@ -288,19 +341,24 @@ export const callbacks: Benchmark = {
           `receiver: node:https in a child process, self-signed P-256 certificate for 127.0.0.1, trusted via callbackCaFile; callbackAllowedHosts ['127.0.0.1']`,
           `tabwire (buildApp, SQLite in a temp dir) and the plain client run in this process; body = the real callback of a signing flow (${Buffer.byteLength(body)} bytes, Standard Webhooks v1a + v1 signatures per outbox callback)`,
           `sanity: backend registered, QR issued for it, approved via POST ${signPath.replace(/[^/]+$/, '{code}')}/Dev; its callback was delivered before anything was timed`,
-          `each round: ${N.toLocaleString('en-US')} callbacks enqueued back to back (awaiting each insert) / ${N.toLocaleString('en-US')} POSTs; rate = count / (last delivered - first enqueued)`,
+          `each round: ${N.toLocaleString('en-US')} POSTs / callbacks; an outbox round's codes are issued before it (uncounted); rate = count / (last delivered - first started)`,
           `receiver counted ${received.received.toLocaleString('en-US')} POSTs (expected ${expected.toLocaleString('en-US')}); retries or failures in the outbox: ${errors}`,
           `idle check before the run: other processes used ${idle.toFixed(0)}% of a core`,
           ...(disturbed.length > 0 ? [`WARNING: other processes used > ${OTHER_CPU_LIMIT}% of a core in ${disturbed.length} round(s) (marked !)`] : []),
+          ...(latency?.context ?? []),
         ],
         sections: [
           {
-            heading: `Rounds in turn (after ${PLAIN_WARMUP} plain, ${WARMUP} outbox, twice, uncounted); latency ms per callback from enqueue / request start`,
+            heading: `Rounds in turn (after ${PLAIN_WARMUP} plain and ${WARMUP} of each outbox kind, twice, uncounted); latency ms per callback from its start`,
             lines: [
               ...table(['path', 'per s', 'p50', 'p99', 'max', 'CPU here', 'receiver CPU', 'other', 'retries/errors'], rows),
-              `medians: outbox ${formatRate(outboxRate)} callbacks/s, plain ${formatRate(plainRate)} POSTs/s -> ${formatRatio(share)}`,
-              'outbox latency is mostly queueing: the whole round is enqueued at once and the deliverer sends 16 at a time.',
+              `medians: outbox ${formatRate(outboxRate)} callbacks/s, plain ${formatRate(plainRate)} POSTs/s -> ${formatRatio(share)}; enqueue one by one ${formatRate(enqueueRate)}/s -> ${formatRatio(enqueueRate / plainRate)}`,
+              'outbox latency is mostly queueing: a whole round is started at once and the deliverer sends 64 at a time.',
             ],
+          },
+          {
+            heading: `Signature -> callback received at ${LOGIN_RATE} logins/s (real server, load and receiver in this process)`,
+            lines: latency?.lines ?? [`failed: ${latencyError}`],
           },
         ],
         measurements,

@@ -1,12 +1,13 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
-import { Agent, request } from 'undici';
+import { Agent } from 'undici';
 import type { Clock } from '../clock.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
 import type { Callback, CallbackStore, CallbackToStore } from '../store/stores.js';
 import { checkCallbackUrl, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
+import { postOnce } from './post.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
 
 export interface DelivererOptions {
@@ -25,20 +26,43 @@ export interface DelivererOptions {
   connectTimeoutMs: number;
   totalTimeoutMs: number;
   pollMs: number;
+  /** Own attempts in flight at once (default CONCURRENCY; tests make it small). */
+  concurrency?: number;
+  /** Callbacks this node holds for its own attempts (default QUEUE_LIMIT; tests make it small). */
+  queueLimit?: number;
 }
 
 /** A claim outlives an attempt by this much; after a crash, its callbacks are retried once the lease lapses. */
 const LEASE_MARGIN_MS = 1_000;
+/** Callbacks claimed at once by a pass (retries, and what another node or a restart left). */
 const BATCH = 16;
-/** Callbacks attempted straight from enqueue at once; more wait in the store for a pass. */
-const DIRECT_LIMIT = 64;
+/** Attempts of this node's own new callbacks in flight at once (each holds a connection to its backend). */
+const CONCURRENCY = 64;
+/**
+ * New callbacks this node holds in memory (stored already leased to it) for its own attempts; more are
+ * stored unleased and wait for a claim pass. Bounds memory (a body is about 1 KiB) under a burst.
+ */
+const QUEUE_LIMIT = 4_096;
+/**
+ * Extra lease for a callback that has to wait for an attempt slot: a queue that drains within this needs
+ * no lease renewal. (A callback attempted at once gets the plain lease, so a crash frees it as soon as before.)
+ */
+const QUEUE_GRACE_MS = 5_000;
 /** Response bodies are not read beyond this (a backend's answer is not needed, only its status). */
 const MAX_RESPONSE_BYTES = 4096;
+/** Checked callback URLs remembered (the policy is fixed for the process; a backend has one URL). */
+const URL_CHECK_CACHE = 1_024;
+
+/** A stored callback this node holds the lease of, waiting for a free attempt slot. */
+interface Held {
+  callback: Callback;
+  leaseUntil: number;
+}
 
 type Outcome = { kind: 'delivered' } | { kind: 'gone' } | { kind: 'retry'; reason: string; retryAfterMs?: number };
 
 /**
- * The durable callback outbox (ARCHITECTURE.md §2 "Backend mode"): every callback is in the store
+ * The durable callback outbox (docs/backend.md "Delivery guarantees"): every callback is in the store
  * before its first attempt; attempts back off with jitter and honour Retry-After until the first
  * 2xx or the deadline; 410 stops them; a restart picks up whatever is pending. On the first 2xx
  * the tab hears `SignatureReceivedBE` (data ""), once.
@@ -48,19 +72,37 @@ export class CallbackDeliverer {
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private rerun = false;
+  /** Set by `stop`: nothing new starts (held callbacks stay leased in the store and are retried once it lapses). */
+  private stopping = false;
+  private stopped: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Attempts started straight from enqueue, not yet finished. */
-  private direct = 0;
+  /** Held callbacks not yet attempted, oldest first, from `head` on (a queue without O(n) shifts). */
+  private queue: (Held | undefined)[] = [];
+  private head = 0;
+  /** Own attempts running (at most CONCURRENCY). */
+  private active = 0;
+  /** Callbacks this node took on: being stored, queued or being attempted (at most QUEUE_LIMIT). */
+  private held = 0;
   private readonly leaseMs: number;
+  private readonly concurrency: number;
+  private readonly queueLimit: number;
+  /** URL text -> the URL `checkCallbackUrl` accepted, or null. */
+  private readonly urlChecks = new Map<string, URL | null>();
+  /** The metric children, looked up once rather than per attempt. */
+  private readonly attemptsBy: Record<Outcome['kind'], { inc(): void }>;
 
   constructor(private readonly o: DelivererOptions) {
     this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
+    this.concurrency = o.concurrency ?? CONCURRENCY;
+    this.queueLimit = o.queueLimit ?? QUEUE_LIMIT;
     // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
     this.agent = new Agent({
       connect: { lookup: filteringLookup(o.policy, o.resolve), timeout: o.connectTimeoutMs, ...(o.ca ? { ca: o.ca } : {}) },
       headersTimeout: o.totalTimeoutMs,
       bodyTimeout: o.totalTimeoutMs,
     });
+    const attempts = o.metrics.callbackAttempts;
+    this.attemptsBy = { delivered: attempts.labels('delivered'), gone: attempts.labels('gone'), retry: attempts.labels('retry') };
   }
 
   start(): void {
@@ -69,16 +111,22 @@ export class CallbackDeliverer {
     this.kick();
   }
 
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    await Promise.allSettled([...this.inFlight]);
-    await this.agent.close();
+  /** Waits for the attempts in flight, then closes the connections. Idempotent. */
+  stop(): Promise<void> {
+    this.stopped ??= (async () => {
+      this.stopping = true;
+      clearInterval(this.timer);
+      await Promise.allSettled([...this.inFlight]);
+      await this.agent.close();
+    })();
+    return this.stopped;
   }
 
   /**
-   * Stores a callback and tries it at once. While fewer than DIRECT_LIMIT such attempts are running, this
-   * node stores it already leased and attempts it itself (no claim round-trip); otherwise the next
-   * pass claims it. Returns false when a callback with that id exists already.
+   * Stores a callback and tries it at once. While this node holds fewer than QUEUE_LIMIT callbacks, it
+   * stores this one already leased to itself and attempts it as soon as one of its CONCURRENCY attempt
+   * slots is free (no claim round-trip); otherwise the callback is stored unleased and the next pass
+   * claims it. Returns false when a callback with that id exists already.
    */
   async enqueue(callback: Callback): Promise<boolean> {
     return this.storeAndAttempt(callback, (c) => this.o.callbacks.insert(c.callback, c.leaseUntil));
@@ -89,31 +137,70 @@ export class CallbackDeliverer {
    * code). Nothing is attempted unless `save` says it stored the callback.
    */
   async storeAndAttempt(callback: Callback, save: (toStore: CallbackToStore) => Promise<boolean>): Promise<boolean> {
-    const direct = this.direct < DIRECT_LIMIT;
-    if (direct) this.direct++;
+    const hold = this.held < this.queueLimit;
+    const waits = this.held >= this.concurrency;
+    if (hold) this.held++;
+    const leaseUntil = this.o.clock.now() + this.leaseMs + (waits ? QUEUE_GRACE_MS : 0);
     let stored = false;
     try {
-      stored = await save(direct ? { callback, leaseUntil: this.o.clock.now() + this.leaseMs } : { callback });
+      stored = await save(hold ? { callback, leaseUntil } : { callback });
     } finally {
-      if (direct && !stored) this.direct--;
+      if (hold && !stored) this.held--;
     }
     if (!stored) return false;
-    if (!direct) {
+    if (!hold) {
       this.kick();
       return true;
     }
-    const attempt = this.attempt(callback)
-      .catch((err: unknown) => this.o.log.error({ err, webhookId: callback.id }, 'callback attempt failed'))
-      .finally(() => {
-        this.direct--;
-        this.inFlight.delete(attempt);
-      });
-    this.inFlight.add(attempt);
+    this.queue.push({ callback, leaseUntil });
+    this.pump();
     return true;
+  }
+
+  /** Starts held callbacks while attempt slots are free. */
+  private pump(): void {
+    while (!this.stopping && this.active < this.concurrency && this.head < this.queue.length) {
+      const next = this.queue[this.head]!;
+      this.queue[this.head++] = undefined;
+      if (this.head === this.queue.length) {
+        this.queue = [];
+        this.head = 0;
+      } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
+        this.queue = this.queue.slice(this.head);
+        this.head = 0;
+      }
+      this.active++;
+      const attempt = this.attemptHeld(next)
+        .catch((err: unknown) => this.o.log.error({ err, webhookId: next.callback.id }, 'callback attempt failed'))
+        .finally(() => {
+          this.active--;
+          this.held--;
+          this.inFlight.delete(attempt);
+          this.pump();
+        });
+      this.inFlight.add(attempt);
+    }
+  }
+
+  /**
+   * Attempts a callback held since it was stored. An attempt must end before the lease does (then another
+   * claim may take the callback), so one that waited in the queue long enough to eat into the time an
+   * attempt needs first renews its lease; if the lease lapsed and another claim took it, this node lets go.
+   */
+  private async attemptHeld({ callback, leaseUntil }: Held): Promise<void> {
+    const now = this.o.clock.now();
+    if (leaseUntil - now < this.o.totalTimeoutMs + LEASE_MARGIN_MS / 2) {
+      if (!(await this.o.callbacks.renewLease(callback.id, leaseUntil, now + this.leaseMs))) {
+        this.o.log.info({ webhookId: callback.id }, 'callback lease lapsed while queued and another claim took it; left to that claim');
+        return;
+      }
+    }
+    await this.attempt(callback);
   }
 
   /** Runs a pass over due callbacks (coalesced: a kick during a pass runs one more pass). */
   kick(): void {
+    if (this.stopping) return;
     if (this.running) {
       this.rerun = true;
       return;
@@ -146,8 +233,14 @@ export class CallbackDeliverer {
     const outcome = await this.send(callback);
     const ms = performance.now() - started;
     this.o.metrics.callbackLatency.observe(ms / 1000);
-    this.o.metrics.callbackAttempts.inc({ outcome: outcome.kind });
-    this.o.log.info({ webhookId: callback.id, attempt, outcome: outcome.kind, reason: 'reason' in outcome ? outcome.reason : undefined, ms: Math.round(ms) }, 'callback attempt');
+    this.attemptsBy[outcome.kind].inc();
+    // A delivered attempt is the common case and the metrics count it: its line is debug. A failed one is
+    // what an operator looks for, so it stays at info.
+    if (outcome.kind === 'delivered') {
+      if (this.o.log.isLevelEnabled('debug')) this.o.log.debug({ webhookId: callback.id, attempt, outcome: outcome.kind, ms: Math.round(ms) }, 'callback attempt');
+    } else {
+      this.o.log.info({ webhookId: callback.id, attempt, outcome: outcome.kind, reason: 'reason' in outcome ? outcome.reason : undefined, ms: Math.round(ms) }, 'callback attempt');
+    }
 
     switch (outcome.kind) {
       case 'delivered':
@@ -175,6 +268,25 @@ export class CallbackDeliverer {
     }
   }
 
+  /**
+   * `checkCallbackUrl` without the network, remembered per URL (parsed, or null when refused): it depends
+   * only on the URL text and the policy, both fixed. (Name resolution is not cached here: the agent's
+   * lookup checks every connection.)
+   */
+  private allowedUrl(raw: string): URL | null {
+    let url = this.urlChecks.get(raw);
+    if (url === undefined) {
+      try {
+        url = checkCallbackUrl(raw, this.o.policy);
+      } catch {
+        url = null;
+      }
+      if (this.urlChecks.size >= URL_CHECK_CACHE) this.urlChecks.clear();
+      this.urlChecks.set(raw, url);
+    }
+    return url;
+  }
+
   /** Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2^(attempt-1), capped. */
   private backoff(attempt: number): number {
     const delay = Math.min(this.o.retryCapMs, this.o.retryBaseMs * 2 ** (attempt - 1));
@@ -182,32 +294,23 @@ export class CallbackDeliverer {
   }
 
   private async send(callback: Callback): Promise<Outcome> {
-    try {
-      // Again at delivery: an IP-literal host never goes through the lookup.
-      checkCallbackUrl(callback.url, this.o.policy);
-    } catch {
-      return { kind: 'retry', reason: 'address_refused' };
-    }
+    // Again at delivery: an IP-literal host never goes through the lookup.
+    const url = this.allowedUrl(callback.url);
+    if (url === null) return { kind: 'retry', reason: 'address_refused' };
     const timestamp = Math.floor(this.o.clock.now() / 1000);
     try {
-      const response = await request(callback.url, {
-        method: 'POST',
-        dispatcher: this.agent,
-        signal: AbortSignal.timeout(this.o.totalTimeoutMs),
-        headers: {
-          'content-type': 'application/json',
-          'user-agent': 'tabwire-callbacks',
-          'webhook-id': callback.id,
-          'webhook-timestamp': String(timestamp),
-          'webhook-signature': webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, privateKey: this.o.privateKey, secret: callback.webhookSecret }),
-        },
-        body: callback.body,
-      });
-      await response.body.dump({ limit: MAX_RESPONSE_BYTES }).catch(() => undefined);
-      const status = response.statusCode;
+      const signature = await webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, privateKey: this.o.privateKey, secret: callback.webhookSecret });
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'tabwire-callbacks',
+        'webhook-id': callback.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signature,
+      };
+      const { status, retryAfter } = await postOnce(this.agent, url, headers, callback.body, { timeoutMs: this.o.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
       if (status >= 200 && status < 300) return { kind: 'delivered' };
       if (status === 410) return { kind: 'gone' };
-      const retryAfterMs = parseRetryAfter(response.headers['retry-after'], this.o.clock.now());
+      const retryAfterMs = parseRetryAfter(retryAfter, this.o.clock.now());
       const reason = status >= 300 && status < 400 ? 'redirect_not_followed' : `status_${status}`;
       return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
     } catch (err) {

@@ -12,7 +12,7 @@ export interface RegistrationRequest {
 }
 
 /**
- * Backend callback registrations (SPEC.md "Backend registration"): register, renew (restarts
+ * Backend callback registrations (docs/backend.md "Register (and renew) the callback"): register, renew (restarts
  * the validity), and the check a QR request naming a serviceId goes through.
  */
 export class BackendRegistrations {

@@ -236,6 +236,11 @@ export interface CallbackStore {
    * returned again (to this or another node) until its lease ends or it is rescheduled.
    */
   claimDue(now: number, leaseMs: number, limit: number): Promise<Callback[]>;
+  /**
+   * Extends the lease a node holds from `heldUntil` to `until`, unless the callback is no longer pending
+   * or its lease is no longer that one (it lapsed and another claim took it); returns whether it did.
+   */
+  renewLease(id: string, heldUntil: number, until: number): Promise<boolean>;
   /** Pending -> delivered, once; returns whether this call made the move. */
   markDelivered(id: string, now: number): Promise<boolean>;
   /** Records a failed attempt and when to try next, releasing the lease. */

@@ -1,7 +1,7 @@
 import type { Insertable, Kysely, Selectable } from 'kysely';
 import type { CallbacksTable, Database } from '../schema.js';
 import type { Callback, CallbackState, CallbackStore } from '../stores.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit, outboxCommitQueue } from './group-commit.js';
 
 const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   id: row.id,
@@ -44,22 +44,32 @@ const PLACEHOLDER: Callback = {
   nextAttemptAt: 0, deadline: 0, lastError: '', createdAt: 0, deliveredAt: 0,
 };
 
+/** The callbacks insert (a new id only), compiled once per database; parameters in `toCallbackRow`'s order. */
+const insertSql = new WeakMap<Kysely<Database>, string>();
+export function callbackInsertSql(db: Kysely<Database>): string {
+  let sql = insertSql.get(db);
+  if (sql === undefined) {
+    sql = db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql;
+    insertSql.set(db, sql);
+  }
+  return sql;
+}
+
 /** The durable callback outbox in SQL. Claims are conditional UPDATEs, so several nodes can share it. */
 export class SqlCallbackStore implements CallbackStore {
-  // The two writes every callback makes (stored, delivered) are group-committed (see group-commit.ts).
+  // The two writes every callback makes (stored, delivered) are group-committed (see group-commit.ts); in
+  // backend mode the store is the code store's settlement, which shares the deliveries' queue.
   private readonly inserts: GroupCommit;
   private readonly deliveries: GroupCommit;
 
   constructor(private readonly db: Kysely<Database>) {
-    this.inserts = new GroupCommit(
-      db,
-      db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql,
-      'immediate',
-    );
+    this.inserts = new GroupCommit(db, callbackInsertSql(db), 'immediate');
     this.deliveries = new GroupCommit(
       db,
       db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile().sql,
-      'immediate',
+      // Answers arrive from many backends' sockets at once: one commit per loop turn, shared with the
+      // code settlements that store callbacks (see group-commit.ts).
+      outboxCommitQueue(db),
     );
   }
 
@@ -100,6 +110,17 @@ export class SqlCallbackStore implements CallbackStore {
       claimed.push(toCallback(row));
     }
     return claimed;
+  }
+
+  async renewLease(id: string, heldUntil: number, until: number): Promise<boolean> {
+    const result = await this.db
+      .updateTable('callbacks')
+      .set({ lease_until: until })
+      .where('id', '=', id)
+      .where('state', '=', 'pending')
+      .where('lease_until', '=', heldUntil)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
   async markDelivered(id: string, now: number): Promise<boolean> {
