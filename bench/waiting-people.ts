@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { OTHER_CPU_LIMIT, machineLine, mib, openFilesLimit, revision, versionOf, waitForQuiet } from './lib/channel-common.js';
 import { table } from './lib/stats.js';
+import { backgroundLoad } from './lib/sysload.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
 import { QR_LIMIT_ENV, WaitingRig, holds, tasksetAvailable, type WaitingMode, type WindowResult } from './lib/waiting-rig.js';
 
@@ -39,6 +40,10 @@ const BUDGET_TABS = 12_000;
 const RAMP_DEADLINE_MS = 6 * 60_000;
 /** Above this event-loop delay (p99) the load process, not the server, may be what limits. */
 const CLIENT_LOOP_LIMIT_MS = 20;
+/** Re-measurements allowed per run for windows that failed while other processes were busy. */
+const MAX_RETRIES = 3;
+/** Longest wait for a quiet machine before such a re-measurement. */
+const QUIET_RETRY_WAIT_MS = 30_000;
 
 const fmt = (n: number): string => n.toLocaleString('en-US');
 const ms = (v: number): string => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
@@ -113,12 +118,33 @@ export const waitingPeople: Benchmark = {
       let bad: WindowResult | undefined;
       const passed: number[] = [];
 
+      let retries = MAX_RETRIES;
+      /**
+       * Measures a window; one that failed while other processes were busy (on 2 cores they take the
+       * server's or the load's core) is measured again once the machine is quiet, while retries last.
+       */
+      const measured = async (label: string, windowMs: number): Promise<WindowResult> => {
+        for (;;) {
+          const r = await rig!.measure(windowMs);
+          const ok = holds(r, P99_LIMIT_MS);
+          const disturbed = !ok && r.otherPercent > OTHER_CPU_LIMIT;
+          if (disturbed && retries > 0) {
+            retries--;
+            rows.push(row(label, r, mode, 'disturbed'));
+            console.log(`  ${label}: ${fmt(r.tabs)} tabs not held while other processes used ${r.otherPercent.toFixed(0)}% of a core; measuring again once quiet`);
+            for (let waited = 0; waited < QUIET_RETRY_WAIT_MS && (await backgroundLoad()) > OTHER_CPU_LIMIT; waited += 1_000);
+            continue;
+          }
+          rows.push(row(label, r, mode, ok ? 'held' : 'NOT held'));
+          return r;
+        }
+      };
+
       const tryStep = async (tabs: number, label: string, warmupMs: number): Promise<WindowResult> => {
         const openMs = await rig!.setTabs(tabs);
         await sleep(warmupMs);
-        const r = await rig!.measure(STEP_MS);
+        const r = await measured(label, STEP_MS);
         const ok = holds(r, P99_LIMIT_MS);
-        rows.push(row(label, r, mode, ok ? 'held' : 'NOT held'));
         console.log(`  ${label}: ${fmt(tabs)} tabs (opened in ${(openMs / 1000).toFixed(1)} s): p99 ${ms(r.p99)} ms, ${r.errors + r.closes} errors, server CPU ${r.serverCpuPercent.toFixed(0)}% -> ${ok ? 'held' : 'NOT held'}`);
         if (!ok && r.errors + r.closes > 0) notes.push(`${fmt(tabs)} tabs: ${describeErrors(r)}`);
         if (ok) passed.push(tabs);
@@ -151,9 +177,8 @@ export const waitingPeople: Benchmark = {
       for (const tabs of candidates) {
         await rig.setTabs(tabs);
         await sleep(SETTLE_MS);
-        hold = await rig.measure(HOLD_MS);
+        hold = await measured(`hold ${HOLD_MS / 1000} s`, HOLD_MS);
         const ok = holds(hold, P99_LIMIT_MS);
-        rows.push(row(`hold ${HOLD_MS / 1000} s`, hold, mode, ok ? 'held' : 'NOT held'));
         console.log(`  hold: ${fmt(tabs)} tabs for ${HOLD_MS / 1000} s: p99 ${ms(hold.p99)} ms, ${hold.errors + hold.closes} errors -> ${ok ? 'held' : 'NOT held'}`);
         if (ok) {
           held = tabs;
@@ -169,6 +194,7 @@ export const waitingPeople: Benchmark = {
 
       const unreliable: string[] = [];
       if (hold && hold.otherPercent > OTHER_CPU_LIMIT) unreliable.push(`other processes used ${hold.otherPercent.toFixed(0)}% of a core during the hold`);
+      if (bad && bad.otherPercent > OTHER_CPU_LIMIT) unreliable.push(`other processes used ${bad.otherPercent.toFixed(0)}% of a core in the step that ended the ramp (${fmt(bad.tabs)} tabs)`);
       if (hold && hold.clientLoopP99Ms > CLIENT_LOOP_LIMIT_MS) unreliable.push(`the load process lagged (event loop p99 ${ms(hold.clientLoopP99Ms)} ms)`);
       const budget: BudgetCheck = {
         name: `waiting people held for ${HOLD_MS / 1000} s at a ${PERIOD_MS / 1000} s refresh, p99 <= ${P99_LIMIT_MS} ms, 0 errors: >= ${fmt(BUDGET_TABS)} tabs (${mode} mode)`,
