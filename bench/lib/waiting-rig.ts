@@ -1,0 +1,292 @@
+/**
+ * The waiting-people rig shared by bench/waiting-people.ts and bench/soak.ts: a real tabwire in a
+ * child process (bench/servers/waiting-tabwire.ts) and one or more load processes
+ * (bench/servers/waiting-clients.ts) holding N waiting login pages, with the server on one core
+ * and the load on the other when `taskset` is available. It measures windows: QR latency merged
+ * over the load processes, errors, and every process's CPU from /proc/<pid>/stat.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, startChild, type ChildServer } from './child.js';
+import { openFilesLimit, rssBytes, startWorker, type Worker } from './channel-worker.js';
+import { summarise } from './latency-histogram.js';
+import { machineBusyMicros, otherPercent } from './sysload.js';
+import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
+
+export type { WaitingMode };
+
+/** The service's defaults allow 6,000 QR requests a minute per address; all load comes from 127.0.0.1. */
+export const QR_LIMIT_ENV: Readonly<Record<string, string>> = {
+  TABWIRE_QR_REQUESTS_PER_ADDRESS_PER_MINUTE: '10000000',
+};
+/** Open files each process keeps beyond its sockets to the other side (SQLite, IPC, stdio, listen socket). */
+const FD_MARGIN = 200;
+/** WebSocket handshakes in flight while tabs are opened. */
+const OPEN_CONCURRENCY = 100;
+/** A refresh unanswered this long counts as an error (the page would show a stale code for good). */
+const STUCK_MS = 10_000;
+/** The event script's Ping interval (REFERENCE-CLIENTS: every 10 s). */
+const PING_MS = 10_000;
+/** Linux's USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s. */
+const TICK_MICROS = 10_000;
+
+export interface RigOptions {
+  mode: WaitingMode;
+  /** A page asks for a new code this long after each answer. */
+  periodMs: number;
+  /** Keep-alive HTTP connections per load process. */
+  poolSize: number;
+  /** Pin the server to CPU 0 and the load (and this process) to CPU 1. */
+  pin: boolean;
+  /** Directory for the server's SQLite file. */
+  dir: string;
+}
+
+/** One measured window. Latencies in ms, CPU in % of one core. */
+export interface WindowResult {
+  tabs: number;
+  windowMs: number;
+  /** Refreshes answered without error in the window, and their rate per second. */
+  refreshes: number;
+  rate: number;
+  p50: number;
+  p99: number;
+  max: number;
+  /** The POST alone (image mode; NaN in text mode). */
+  postP50: number;
+  postP99: number;
+  httpAnswers: number;
+  errors: number;
+  errorKinds: Record<string, number>;
+  firstError: string | undefined;
+  /** Refreshes unanswered for more than STUCK_MS at the window's end (counted in errors too). */
+  stuck: number;
+  /** WebSockets the server closed during the window. */
+  closes: number;
+  serverCpuPercent: number;
+  /** Server CPU per answered refresh (µs): the whole cost of one waiting person's new code, pings included. */
+  serverMicrosPerRefresh: number;
+  clientCpuPercent: number;
+  otherPercent: number;
+  serverRss: number;
+  clientLoopP99Ms: number;
+  maxQueue: number;
+}
+
+/** user + system CPU (µs) a process has used, all its threads, from /proc/<pid>/stat (fields 14 and 15). */
+export function procCpuMicros(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
+}
+
+/** The CPUs a process may run on (Cpus_allowed_list in /proc/<pid>/status). */
+export function allowedCpus(pid: number): string {
+  return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '?';
+}
+
+/** Moves every thread of a process to `cpus` (taskset -a); threads started later inherit it. */
+function pin(pid: number, cpus: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
+export function tasksetAvailable(): boolean {
+  try {
+    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A window's result holds when p99 is within the bound and nothing failed. */
+export const holds = (r: WindowResult, p99LimitMs: number): boolean => r.p99 <= p99LimitMs && r.errors === 0 && r.closes === 0 && r.refreshes > 0;
+
+interface LoadProcess {
+  worker: Worker;
+  /** Tabs it may hold (its open-file limit less its pool and margin). */
+  capacity: number;
+  tabs: number;
+}
+
+export class WaitingRig {
+  private readonly load: LoadProcess[] = [];
+  /** Tab ids are never reused: a dropped tab's binding to its session outlives it. */
+  private nextIndex = 0;
+  private closesSeen = 0;
+  private readonly ownCpus: string;
+
+  private constructor(
+    readonly server: ChildServer,
+    readonly o: RigOptions,
+    readonly sqliteFile: string,
+    /** Tabs the server may hold (its open-file limit less the pools and a margin). */
+    readonly serverCapacity: number,
+  ) {
+    this.ownCpus = allowedCpus(process.pid);
+  }
+
+  static async start(o: RigOptions, maxLoadProcesses = 2): Promise<WaitingRig> {
+    const port = await freePort();
+    const sqliteFile = join(o.dir, 'waiting-people.sqlite');
+    const server = await startChild('tabwire', new URL('../servers/waiting-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile, env: QR_LIMIT_ENV })]);
+    try {
+      if (o.pin) pin(server.pid, '0');
+      const capacity = openFilesLimit(server.pid) - o.poolSize * maxLoadProcesses - FD_MARGIN;
+      const rig = new WaitingRig(server, o, sqliteFile, capacity);
+      if (o.pin) pin(process.pid, '1');
+      return rig;
+    } catch (err) {
+      await server.stop();
+      throw err;
+    }
+  }
+
+  get tabs(): number {
+    return this.load.reduce((s, p) => s + p.tabs, 0);
+  }
+
+  /** CPU split as the processes report it now, e.g. `server 0; load 1; orchestrator 1`. */
+  cpuSplit(): string {
+    const load = this.load.map((p) => allowedCpus(p.worker.pid));
+    return `server CPU ${allowedCpus(this.server.pid)}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
+  }
+
+  loadPids(): number[] {
+    return this.load.map((p) => p.worker.pid);
+  }
+
+  /** Size of the server's SQLite file and its WAL, bytes. */
+  databaseBytes(): number {
+    let bytes = 0;
+    for (const file of [this.sqliteFile, `${this.sqliteFile}-wal`]) {
+      try {
+        bytes += statSync(file).size;
+      } catch {
+        // no WAL yet
+      }
+    }
+    return bytes;
+  }
+
+  private async newLoadProcess(): Promise<LoadProcess> {
+    const worker = await startWorker(`load ${this.load.length + 1}`, new URL('../servers/waiting-clients.ts', import.meta.url));
+    try {
+      if (this.o.pin) pin(worker.pid, '1');
+      await worker.call('setup', {
+        port: this.server.port,
+        mode: this.o.mode,
+        periodMs: this.o.periodMs,
+        pingMs: PING_MS,
+        poolSize: this.o.poolSize,
+        prefix: `wait${this.load.length}-`,
+      });
+    } catch (err) {
+      await worker.stop();
+      throw err;
+    }
+    const p = { worker, capacity: worker.openFilesLimit - this.o.poolSize - FD_MARGIN, tabs: 0 };
+    this.load.push(p);
+    return p;
+  }
+
+  /**
+   * Opens or drops tabs until `target` are waiting; new tabs start refreshing at once, spread evenly
+   * over one period. Returns how long opening took (ms).
+   */
+  async setTabs(target: number): Promise<number> {
+    if (target > this.serverCapacity) throw new Error(`the server may hold ${this.serverCapacity} tabs (open-file limit); asked for ${target}`);
+    const started = performance.now();
+    let missing = target - this.tabs;
+    while (missing > 0) {
+      const p = this.load.find((l) => l.tabs < l.capacity) ?? (await this.newLoadProcess());
+      const count = Math.min(missing, p.capacity - p.tabs);
+      const from = this.nextIndex;
+      this.nextIndex += count;
+      const opened = await p.worker.call<{ opened: number; failed: number; firstError?: string }>(
+        'open',
+        { from, to: from + count, concurrency: OPEN_CONCURRENCY },
+        300_000,
+      );
+      p.tabs += opened.opened;
+      if (opened.failed > 0) throw new Error(`${opened.failed} of ${count} tabs failed to open; first: ${opened.firstError}`);
+      await p.worker.call('start');
+      missing -= count;
+    }
+    for (let i = this.load.length - 1; i >= 0 && this.tabs > target; i--) {
+      const p = this.load[i]!;
+      const count = Math.min(p.tabs, this.tabs - target);
+      const left = await p.worker.call<{ tabs: number }>('drop', { count }, 60_000);
+      p.tabs = left.tabs;
+    }
+    return performance.now() - started;
+  }
+
+  /** Measures for `ms`: latency over every load process, errors, CPU of each process and of the rest of the machine. */
+  async measure(ms: number): Promise<WindowResult> {
+    const loadPids = this.loadPids();
+    await Promise.all(this.load.map((p) => p.worker.call('window-start')));
+    const t0 = performance.now();
+    const server0 = procCpuMicros(this.server.pid);
+    const load0 = loadPids.map(procCpuMicros);
+    const own0 = process.cpuUsage();
+    const machine0 = machineBusyMicros();
+    await sleep(ms);
+    const readings = await Promise.all(this.load.map((p) => p.worker.call<WindowReading>('window-read', {}, 30_000)));
+    const windowMs = performance.now() - t0;
+    const serverMicros = procCpuMicros(this.server.pid) - server0;
+    const loadMicros = loadPids.map((pid, i) => procCpuMicros(pid) - load0[i]!).reduce((s, v) => s + v, 0);
+    const own = process.cpuUsage(own0);
+    const machine = machineBusyMicros() - machine0;
+
+    const totals = summarise(readings.map((r) => r.total), [50, 99]);
+    const posts = summarise(readings.map((r) => r.post), [50, 99]);
+    const refreshes = readings.reduce((s, r) => s + r.ok, 0);
+    const stuck = readings.reduce((s, r) => s + (r.oldestOutstandingMs > STUCK_MS ? r.outstanding : 0), 0);
+    const errorKinds: Record<string, number> = {};
+    for (const r of readings) for (const [k, n] of Object.entries(r.errorKinds)) errorKinds[k] = (errorKinds[k] ?? 0) + n;
+    if (stuck > 0) errorKinds[`unanswered > ${STUCK_MS / 1000} s`] = stuck;
+    const closesNow = readings.reduce((s, r) => s + r.unexpectedCloses, 0);
+    const closes = closesNow - this.closesSeen;
+    this.closesSeen = closesNow;
+    return {
+      tabs: this.tabs,
+      windowMs,
+      refreshes,
+      rate: (refreshes * 1000) / windowMs,
+      p50: totals.values[0]!,
+      p99: totals.values[1]!,
+      max: totals.max,
+      postP50: posts.values[0]!,
+      postP99: posts.values[1]!,
+      httpAnswers: readings.reduce((s, r) => s + r.httpAnswers, 0),
+      errors: readings.reduce((s, r) => s + r.errors, 0) + stuck,
+      errorKinds,
+      firstError: readings.find((r) => r.firstError !== undefined)?.firstError,
+      stuck,
+      closes,
+      serverCpuPercent: (serverMicros / (windowMs * 1000)) * 100,
+      serverMicrosPerRefresh: refreshes > 0 ? serverMicros / refreshes : Number.NaN,
+      clientCpuPercent: (loadMicros / (windowMs * 1000)) * 100,
+      otherPercent: otherPercent(machine, serverMicros + loadMicros + own.user + own.system, windowMs),
+      serverRss: rssBytes(this.server.pid),
+      clientLoopP99Ms: Math.max(...readings.map((r) => r.loopP99Ms)),
+      maxQueue: Math.max(...readings.map((r) => r.maxQueue)),
+    };
+  }
+
+  /** Stops the load processes and the server (by pid) and gives this process its CPUs back. */
+  async stop(): Promise<void> {
+    await Promise.all(this.load.map((p) => p.worker.stop()));
+    await this.server.stop();
+    if (this.o.pin) {
+      try {
+        pin(process.pid, this.ownCpus);
+      } catch {
+        // best effort: only later benchmarks of this run would notice
+      }
+    }
+  }
+}
