@@ -23,7 +23,7 @@ import { backgroundLoad } from './lib/sysload.js';
 import { measureInterleaved, type OperationSpec } from './lib/timing.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
 
-/** Settings; the whole benchmark takes about 50 s on 2 cores (plus retries on a busy machine). */
+/** Settings; the whole benchmark takes about 70 s on 2 cores (plus retries on a busy machine). */
 const HTTP = { connections: 32, warmupMs: 500, durationMs: 3_000 };
 /** In-process rows: 5 slices of 250 ms each, taken in turn, after a 200 ms warm-up. */
 const IN_PROCESS = { rounds: 5, sliceMs: 250, warmupMs: 200 };
