@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startChild, type ChildServer } from './child.js';
 import { openFilesLimit, rssBytes, startWorker, type Worker } from './channel-worker.js';
 import { summarise } from './latency-histogram.js';
+import { fetchOnce } from './load.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
 import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
 
@@ -73,6 +74,18 @@ export interface WindowResult {
   serverRss: number;
   clientLoopP99Ms: number;
   maxQueue: number;
+  /** The server's event-loop delay over the window (ms, 1 ms sampling included) and its GC pauses. */
+  serverLoopP99Ms: number;
+  serverLoopMaxMs: number;
+  gcCount: number;
+  gcTotalMs: number;
+  gcMaxMs: number;
+}
+
+interface LoopReading {
+  p99Ms: number;
+  maxMs: number;
+  gc: { count: number; totalMs: number; maxMs: number };
 }
 
 /** user + system CPU (µs) a process has used, all its threads, from /proc/<pid>/stat (fields 14 and 15). */
@@ -227,6 +240,7 @@ export class WaitingRig {
   /** Measures for `ms`: latency over every load process, errors, CPU of each process and of the rest of the machine. */
   async measure(ms: number): Promise<WindowResult> {
     const loadPids = this.loadPids();
+    await this.serverLoop();
     await Promise.all(this.load.map((p) => p.worker.call('window-start')));
     const t0 = performance.now();
     const server0 = procCpuMicros(this.server.pid);
@@ -235,6 +249,7 @@ export class WaitingRig {
     const machine0 = machineBusyMicros();
     await sleep(ms);
     const readings = await Promise.all(this.load.map((p) => p.worker.call<WindowReading>('window-read', {}, 30_000)));
+    const loop = await this.serverLoop();
     const windowMs = performance.now() - t0;
     const serverMicros = procCpuMicros(this.server.pid) - server0;
     const loadMicros = loadPids.map((pid, i) => procCpuMicros(pid) - load0[i]!).reduce((s, v) => s + v, 0);
@@ -274,7 +289,19 @@ export class WaitingRig {
       serverRss: rssBytes(this.server.pid),
       clientLoopP99Ms: Math.max(...readings.map((r) => r.loopP99Ms)),
       maxQueue: Math.max(...readings.map((r) => r.maxQueue)),
+      serverLoopP99Ms: loop.p99Ms,
+      serverLoopMaxMs: loop.maxMs,
+      gcCount: loop.gc.count,
+      gcTotalMs: loop.gc.totalMs,
+      gcMaxMs: loop.gc.maxMs,
     };
+  }
+
+  /** The server's event-loop and GC figures since the last call (bench route of waiting-tabwire.ts). */
+  private async serverLoop(): Promise<LoopReading> {
+    const r = await fetchOnce(this.server.port, 'GET', '/__bench/loop');
+    if (r.status !== 200) throw new Error(`GET /__bench/loop answered ${r.status}`);
+    return JSON.parse(r.body.toString()) as LoopReading;
   }
 
   /** Stops the load processes and the server (by pid) and gives this process its CPUs back. */
