@@ -7,7 +7,8 @@
  * login is what a signing app does: GET its signUrl, Ed25519-sign the challenge, POST the signature. Both
  * ends of the measured interval are read on this process's clock: from just before the signed POST is
  * sent to when the callback's body has arrived. Part of the `callbacks` benchmark (bench/callbacks.ts);
- * see docs/benchmarks.md. */
+ * see docs/benchmarks.md.
+ */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';
