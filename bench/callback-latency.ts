@@ -2,12 +2,13 @@
  * Signature -> callback latency at a steady login rate, what a site in backend mode feels: tabwire runs
  * as a real server in a child process (bench/servers/callbacks-tabwire.ts); this process is the signing
  * apps and the site's backend (an HTTPS receiver). The login codes are issued first (POST /QuickLogin
- * with the serviceId, uncounted): QR issuance under load is the waiting-people benchmark's subject, and a
- * waiting page asks for several codes per login. Then, on a fixed schedule of LOGIN_RATE a second, each
+ * with the serviceId, uncounted): QR issuance has benchmarks of its own, and a waiting page
+ * asks for several codes per login. Then, on a fixed schedule of LOGIN_RATE a second, each
  * login is what a signing app does: GET its signUrl, Ed25519-sign the challenge, POST the signature. Both
  * ends of the measured interval are read on this process's clock: from just before the signed POST is
  * sent to when the callback's body has arrived. Part of the `callbacks` benchmark (bench/callbacks.ts);
- * see docs/benchmarks.md. */
+ * see docs/benchmarks.md.
+ */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:https';

@@ -5,7 +5,8 @@
  * the code is settled and its callback stored in one transaction (code store `settle`), then the
  * CallbackDeliverer signs it (Standard Webhooks v1a + v1), POSTs it over HTTPS and marks it delivered.
  * Then the signature -> callback latency at a steady login rate (bench/callback-latency.ts).
- * See docs/benchmarks.md. */
+ * See docs/benchmarks.md.
+ */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
