@@ -13,6 +13,16 @@ export const ConfigSchema = Type.Object(
     publicBaseUrl: Type.Optional(Type.String({ pattern: '^https?://[^/?#]+$' })),
     /** SQLite database file of the embedded profile. */
     sqliteFile: Type.String({ default: './data/tabwire.sqlite', minLength: 1 }),
+    /**
+     * Cluster mode: a PostgreSQL URL (`postgres://user@host:port/db`). When set, the store is PostgreSQL
+     * and `sqliteFile` is ignored; every node of a cluster names the same database (docs/deployment.md).
+     */
+    databaseUrl: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+    /**
+     * Cluster mode: a Redis URL (`redis://host:port/db`). When set, the event bus, the per-tab event streams,
+     * tab presence, XMPP event handlers, rate limits and leases are shared through it (docs/deployment.md).
+     */
+    redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
     /** Further origins whose pages may use the service; the origin of publicBaseUrl is always allowed. No wildcards. */
     allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
     /** Validity of a QR login code (SPEC.md "Limits": 5 minutes). */
