@@ -15,6 +15,7 @@ import { MemoryBus } from '../src/bus/memory-bus.js';
 import { systemClock } from '../src/clock.js';
 import type { TabConnection } from '../src/hub/connection.js';
 import { Hub } from '../src/hub/hub.js';
+import { MemoryBroker } from '../src/broker/memory-broker.js';
 import type { EventFrame } from '../src/protocol/frames.js';
 import { openSqliteStore } from '../src/store/sqlite.js';
 import type { Store } from '../src/store/stores.js';
@@ -154,17 +155,18 @@ export const xmppRouter: Benchmark = {
       for (let a = 0; a < STORAGE_ACCOUNTS; a++) await insertAccount(`storage-${a}`, `store${a}`);
 
       const log = pino({ level: 'silent' });
-      hub = new Hub({ bus: new MemoryBus(), clock: systemClock, log, outboxLimit: 100, outboxMaxAgeMs: 60_000, tabIdleMs: 600_000, longPollGapMs: 10_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
+      const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 600_000 });
+      hub = new Hub({ bus: new MemoryBus(), broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
       const connections = new Map<string, CountingConnection>();
       for (let a = 0; a < ACCOUNTS; a++) {
         for (let t = 0; t < TABS_PER_ACCOUNT; t++) {
           const tab = `acct${a}-tab${t}`.padEnd(12, '0');
           const connection = new CountingConnection();
           connections.set(tab, connection);
-          hub.attach(at(tab), connection);
+          await hub.attach(at(tab), connection);
         }
       }
-      const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnected(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
+      const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
       const h = hub;
       const s = store;
 

@@ -4,10 +4,10 @@ import type { HubCounters, HubSnapshot } from './hub/hub.js';
 /** The node's Prometheus metrics (`GET /metrics`), in a registry of its own (no global state). */
 export function createMetrics() {
   const registry = new Registry();
-  const delivered = new Counter({ name: 'tabwire_events_delivered_total', help: 'Events accepted into tab outboxes', registers: [registry] });
+  const delivered = new Counter({ name: 'tabwire_events_delivered_total', help: 'Events appended to tab streams', registers: [registry] });
   const dropped = new Counter({
     name: 'tabwire_events_dropped_total',
-    help: 'Events that left a tab outbox without ever being sent and had no fallback, by reason (overflow, expired, forgotten)',
+    help: 'Events that left a tab stream without ever being sent and had no fallback, by reason (overflow, expired)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

@@ -20,6 +20,8 @@ import type { DeliveryFallback } from './bus/bus.js';
 import type { TabAddress } from './hub/address.js';
 import { EventTypes } from './protocol/events.js';
 import { Hub } from './hub/hub.js';
+import type { Broker, BrokerBounds } from './broker/broker.js';
+import { MemoryBroker } from './broker/memory-broker.js';
 import { refreshTabBindings, tabBindingPurgeTask, tabBindingRefreshMs } from './hub/binding-refresh.js';
 import { TabRegistry } from './hub/registry.js';
 import type { ApplyOptions } from './identity/apply.js';
@@ -38,6 +40,8 @@ import type { Store } from './store/stores.js';
 export interface Deps {
   store?: Store;
   bus?: Bus;
+  /** The shared broker of a cluster (default: this process's memory). */
+  broker?: Broker;
   clock?: Clock;
   /** DNS for callback hosts; tests give one that answers without the network. */
   resolve?: Resolver;
@@ -81,6 +85,19 @@ export interface Services {
 }
 
 const HUB_SWEEP_MS = 5_000;
+/** A node's presence in a shared broker lasts this long unless refreshed (every third of it). */
+const PRESENCE_TTL_MS = 30_000;
+/** One node's broker is told of every change at once, so its presence needs no expiry. */
+const SINGLE_NODE_PRESENCE_MS = 1e12;
+
+/** The stream bounds of the configuration (docs/events.md "Event streams"). */
+export const brokerBounds = (config: Config, presenceTtlMs: number): BrokerBounds => ({
+  limit: config.outboxLimit,
+  maxAgeMs: config.outboxMaxAgeSeconds * 1000,
+  presenceTtlMs,
+  // A stream nobody holds waits this long for its session to come back (a reload, a moment offline).
+  idleStreamMs: Math.max(config.tabIdleSeconds, config.outboxMaxAgeSeconds) * 1000,
+});
 const LONG_POLL_GAP_MS = 10_000;
 /** A cookie-less QR request that beats its tab's Register waits this long for it (the reference script asks after 500 ms). */
 const TAB_REGISTRATION_WAIT_MS = 3_000;
@@ -95,15 +112,20 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const metrics = createMetrics();
   // Changes when the service restarts, or with each deployment generation when the operator sets it.
   const instanceId = config.instanceId ?? randomBytes(12).toString('base64url');
+  // This process among the nodes of a cluster (the broker's presence): unique per start.
+  const nodeId = randomBytes(9).toString('base64url');
   // The router is made below; the hub hands it the XMPP events a tab could not take.
   let storeUndelivered: (fallback: DeliveryFallback) => Promise<void> = async () => undefined;
+  const tabIdleMs = config.tabIdleSeconds * 1000;
+  const broker = deps.broker ?? new MemoryBroker(brokerBounds(config, SINGLE_NODE_PRESENCE_MS));
   const hub = new Hub({
     bus,
+    broker,
+    node: nodeId,
     clock,
     log: log.child({ module: 'hub' }),
-    outboxLimit: config.outboxLimit,
-    outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
-    tabIdleMs: config.tabIdleSeconds * 1000,
+    tabIdleMs,
+    presenceTtlMs: deps.broker ? PRESENCE_TTL_MS : SINGLE_NODE_PRESENCE_MS,
     // The reference client polls again at once after an answer, or 5 s after an error.
     longPollGapMs: LONG_POLL_GAP_MS,
     maxTabsPerSession: config.tabsPerSession,
@@ -116,6 +138,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     // On release the registry removes the binding itself (awaited before the connection's next frame).
     onRelease: (address) => handlers.forgetTab(address),
     onForget: (address) => dropTab(address),
+    onStreamLost: (address) => registry.streamLost(address),
   });
   metrics.watchHub(() => hub.snapshot());
   /** Handlers live as long as their tab (docs/xmpp.md); the binding goes only if it is still this session's. */
@@ -206,7 +229,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     accounts: store.accounts,
     handlers,
     delivery: hub,
-    isConnected: (address) => hub.isConnected(address),
+    isConnected: (address) => hub.isConnectedHere(address),
     messages: store.messages,
     clock,
     log: log.child({ module: 'agent:router' }),
@@ -240,6 +263,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
 
   const timers = [
     setInterval(() => hub.sweep(), HUB_SWEEP_MS),
+    // A shared broker forgets a node's presence unless it is refreshed (a node that died lets go this way).
+    ...(deps.broker ? [setInterval(() => hub.refresh().catch((err: unknown) => log.warn({ err }, 'presence refresh failed')), PRESENCE_TTL_MS / 3)] : []),
     setInterval(() => {
       refreshTabBindings(hub, store.tabs, clock).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed'));
     }, tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000)),
@@ -282,6 +307,8 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
       await xmpp?.stop();
       await deliverer.stop();
       closeConnections();
+      await hub.stop();
+      if (!deps.broker) await broker.close();
       if (!deps.bus) await bus.close();
       if (!deps.store) await store.close();
     },

@@ -1,5 +1,5 @@
 import type { TabAddress } from '../hub/address.js';
-import type { TabEvent } from '../protocol/frames.js';
+import type { EventFrame } from '../protocol/frames.js';
 import type { StoredMessage } from '../store/stores.js';
 
 /**
@@ -12,8 +12,11 @@ export type DeliveryFallback = {
   kind: 'agent-message';
 } & Omit<StoredMessage, 'id'>;
 
-/** Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively. */
-export type BusMessage = { kind: 'deliver'; to: TabAddress; event: TabEvent; fallback?: DeliveryFallback };
+/**
+ * Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively.
+ * `event`: an event was appended to a tab's stream (broker.ts); the nodes holding the tab write it.
+ */
+export type BusMessage = { kind: 'event'; to: TabAddress; frame: EventFrame };
 
 export type BusHandler = (message: BusMessage) => void;
 

@@ -96,7 +96,7 @@ export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<P
   const answer = await new Promise<PollAnswer>((resolve) => {
     connection = new LongPollConnection(resolve, poll.writable, poll.client);
     timer = setTimeout(() => connection.idle(), o.holdMs);
-    // A response closed before it was answered: the client went away. What reaches the tab now waits in its outbox.
+    // A response closed before it was answered: the client went away. What reaches the tab now waits in its stream.
     poll.onClientGone(() => connection.close(0, 'client_gone'));
     o.registry.register(poll.tabId, poll.session, connection, poll.location, poll.lastEventId).then(
       (outcome) => {

@@ -1,36 +1,34 @@
 import type { Logger } from 'pino';
+import type { Broker, StreamRead } from '../broker/broker.js';
 import type { Bus, BusMessage, DeliveryFallback } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import { closeCodes } from '../errors.js';
+import { EventTypes } from '../protocol/events.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { addressKey, type TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
 import type { Delivery } from './delivery.js';
-import { Outbox, type UnsentEvent } from './outbox.js';
 
 interface LocalTab {
   address: TabAddress;
   /**
-   * Every live connection of the tab in its session: a duplicated browser tab keeps `window.name`,
+   * Every live connection of the tab in its session on this node, each with the last event id written
+   * to it (undefined while its Register is being served): a duplicated browser tab keeps `window.name`,
    * so two pages may hold one tab; each receives the tab's events (fan-out), nobody is kicked out.
    */
-  connections: Set<TabConnection>;
-  /** The last event id written to each client that has one (TabConnection.client). */
+  connections: Map<TabConnection, number | undefined>;
+  /** The last event id written to each client that has one (TabConnection.client): a long-poll's kept-alive socket. */
   cursors: WeakMap<object, number>;
   /** Transport of the latest connection: a long-poll tab between two polls is still live. */
   transport: TabConnection['transport'] | undefined;
-  outbox: Outbox;
-  /** Last sign of life: attach, ping, poll, detach, or an event waiting for the session to come back. */
+  /** Last sign of life: attach, ping, poll, detach. */
   lastSeen: number;
-  /**
-   * False after Unregister, or for an entry made by an event whose tab had gone: its buffer waits
-   * for the same session to register the tab again, but nothing is written to it until then.
-   */
-  held: boolean;
+  /** Work on the tab's connections runs in this order (attach flushes, events), so each gets its events in id order. */
+  chain: Promise<void>;
 }
 
-/** Why an event left a tab unsent and without a fallback (metrics label). */
-export type DropReason = 'overflow' | 'expired' | 'forgotten';
+/** Why an event left a stream unsent and without a fallback (metrics label). */
+export type DropReason = 'overflow' | 'expired';
 
 /** Running totals the hub reports as they happen (Prometheus counters, metrics.ts). */
 export interface HubCounters {
@@ -42,28 +40,33 @@ export interface HubCounters {
 
 export interface HubOptions {
   bus: Bus;
+  broker: Broker;
+  /** This node's name in the broker's presence (unique per process). */
+  node: string;
   clock: Clock;
   log: Logger;
-  outboxLimit: number;
-  outboxMaxAgeMs: number;
-  /** A tab with no connection and no sign of life for this long is forgotten. */
+  /** A tab with no connection and no sign of life for this long is forgotten here. */
   tabIdleMs: number;
   /** A long-poll tab counts as connected for this long after its last poll was answered. */
   longPollGapMs: number;
+  /** How long the broker keeps this node's presence without a refresh (`refresh` runs well within it). */
+  presenceTtlMs: number;
   /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
   maxTabsPerSession: number;
   /**
-   * An event every WebSocket Register (and the first connection of a tab new here) is told first:
-   * `CheckServerInstance` with this service instance's id, so pages notice a restart.
+   * An event every WebSocket Register (and the first connection of a tab new to the service) is told
+   * first: `CheckServerInstance` with the service's instance id, so pages notice a restart.
    */
   greeting?: () => TabEvent;
   counters?: HubCounters;
   /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
   onFallback: (fallback: DeliveryFallback) => void;
-  /** The session let the tab go (Unregister): its handlers go now, its buffer later (the registry removes the binding). */
+  /** The session let the tab go (Unregister): its handlers go now (the registry removes the binding). */
   onRelease?: (address: TabAddress) => void;
-  /** The tab is forgotten: remove what hangs on it (binding, handlers). */
+  /** No node holds the tab any more: remove what hangs on it (binding, handlers). */
   onForget?: (address: TabAddress) => void;
+  /** The broker had lost the stream of a tab held here (results may have to be derived again). */
+  onStreamLost?: (address: TabAddress) => void;
 }
 
 /** Gauges of this node's tabs. */
@@ -72,76 +75,99 @@ export interface HubSnapshot {
   connected: number;
 }
 
-/** `created`: the tab is new here (first Register, or after a restart or idle expiry); `attached`: it was known. */
+/** `created`: the tab is new to the service (first Register, or its stream was lost); `attached`: it was known. */
 export type AttachOutcome = 'created' | 'attached' | 'too_many_tabs';
 
-/** Live connections one tab of a session may have at once; one more closes the oldest ('replaced'). */
+/** Live connections one tab of a session may have at once on a node; one more closes the oldest ('replaced'). */
 export const MAX_CONNECTIONS_PER_TAB = 8;
 
 /**
- * The local hub: live tabs of this node only. Domain code reaches a browser through `deliver`
- * alone, which always goes through the bus, so one node and a cluster run the same path; the node
- * that holds the tab writes it. Tabs are kept per address (tab id and session), so an event only
- * ever reaches the session it was addressed to (docs/events.md).
+ * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
+ * streams (broker.ts); `deliver` appends there and announces the new event on the bus, and every node
+ * holding a connection of the tab writes it. One node and a cluster run the same path. Tabs are
+ * kept per address (tab id and session), so an event only ever reaches the session it was addressed
+ * to (docs/events.md).
  */
 export class Hub implements Delivery {
   private readonly tabs = new Map<string, LocalTab>();
-  /** session -> number of its entries, for the per-session bound. */
+  /** session -> number of its tabs here, for the per-session bound. */
   private readonly perSession = new Map<string, number>();
   private readonly unsubscribe: () => void;
+  private closed = false;
 
   constructor(private readonly o: HubOptions) {
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
   }
 
   /**
-   * Sends an event to a tab of a session wherever it is connected. At-most-once per event id; order
-   * kept per address. With a `fallback`, an event that cannot be written to a live connection
-   * (none now, overflow, age) is handed to `onFallback` instead of being lost.
+   * Sends an event to a tab of a session wherever it is connected. Order kept per address; a client
+   * that resumes after an id gets what followed it, within the stream's bounds. With a `fallback`,
+   * an event that cannot be written to a live connection (none now, overflow, age, the broker
+   * unreachable) is handed to `onFallback` instead of being lost.
    */
   async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback): Promise<void> {
-    await this.o.bus.publish(fallback === undefined ? { kind: 'deliver', to, event } : { kind: 'deliver', to, event, fallback });
+    const now = this.o.clock.now();
+    let outcome;
+    try {
+      outcome = await this.o.broker.publish(to, event, now, fallback);
+    } catch (err) {
+      if (!fallback) throw err;
+      this.o.log.warn({ err }, 'the broker did not take an event; it is stored instead');
+      return this.fallBack([fallback]);
+    }
+    this.fallBack(outcome.unsent);
+    if (outcome.dropped.overflow > 0) this.o.counters?.dropped('overflow', outcome.dropped.overflow);
+    if (outcome.dropped.expired > 0) this.o.counters?.dropped('expired', outcome.dropped.expired);
+    if (!outcome.frame) return this.fallBack([fallback!]);
+    this.o.counters?.delivered();
+    await this.o.bus.publish({ kind: 'event', to, frame: outcome.frame });
   }
 
   /**
    * Adds `connection` to the tab's live connections and writes what the tab has missed to it.
-   * `lastEventId` is the last id the client says it saw. A connection that closed meanwhile (the
-   * client left during its Register) is not attached.
+   * `lastEventId` is the last id the client says it saw; without one the connection gets what no
+   * connection got yet. A connection that closed meanwhile (the client left during its Register) is
+   * not attached.
    */
-  attach(address: TabAddress, connection: TabConnection, lastEventId?: number): AttachOutcome {
+  async attach(address: TabAddress, connection: TabConnection, lastEventId?: number): Promise<AttachOutcome> {
     const now = this.o.clock.now();
     let tab = this.tabs.get(addressKey(address));
-    const created = tab === undefined;
     if (!tab) {
       if ((this.perSession.get(address.session) ?? 0) >= this.o.maxTabsPerSession) return 'too_many_tabs';
       tab = this.create(address, now);
     }
-    tab.held = true;
     tab.lastSeen = now;
-    const outcome = created ? 'created' : 'attached';
-    if (!connection.open) return outcome;
-    this.prune(tab);
-    if (!tab.connections.has(connection)) {
+    const open = connection.open;
+    if (open && !tab.connections.has(connection)) {
+      this.prune(tab);
       if (tab.connections.size >= MAX_CONNECTIONS_PER_TAB) {
-        const oldest = tab.connections.values().next().value!;
+        const oldest = tab.connections.keys().next().value!;
         tab.connections.delete(oldest);
         oldest.close(closeCodes.replaced, 'replaced');
       }
-      tab.connections.add(connection);
+      tab.connections.set(connection, undefined);
     }
-    tab.transport = connection.transport;
-    // A client the tab has written to before resumes after what it got, even events another page took.
-    const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors.get(connection.client));
-    this.flushTo(tab, connection, cursor);
-    if (this.o.greeting && (created || connection.transport === 'websocket')) this.push(tab, this.o.greeting(), undefined, now);
-    return outcome;
+    if (open) tab.transport = connection.transport;
+    const local = tab;
+    const { created } = await this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now);
+    if (open) {
+      // A client the tab has written to before resumes after what it got, even events another page took.
+      const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors.get(connection.client));
+      await this.serially(local, () => this.catchUp(local, connection, cursor));
+    }
+    if (this.o.greeting && (created || connection.transport === 'websocket')) await this.deliver(address, this.o.greeting());
+    return created ? 'created' : 'attached';
   }
 
-  /** The connection went away; the tab stays (and buffers) until it is idle for tabIdleMs. */
+  /** The connection went away; the tab stays here until it is idle for tabIdleMs. */
   detach(address: TabAddress, connection: TabConnection): void {
     const tab = this.tabs.get(addressKey(address));
     if (!tab?.connections.delete(connection)) return;
-    tab.lastSeen = this.o.clock.now();
+    const now = this.o.clock.now();
+    tab.lastSeen = now;
+    if (this.hasOpen(tab)) return;
+    // The last connection here left: tell the broker until when the tab still counts as connected here.
+    this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
   }
 
   /** A ping or poll: the tab is alive. */
@@ -152,45 +178,63 @@ export class Hub implements Delivery {
 
   /**
    * The page said goodbye (Unregister). The tab id is free for any session from now on; what is
-   * already addressed to this session waits in its buffer (within the usual bounds) in case the same
+   * already addressed to this session waits in its stream (within the usual bounds) in case the same
    * session registers the tab again, as a reloading page does.
    */
-  release(address: TabAddress): void {
+  async release(address: TabAddress): Promise<void> {
     const tab = this.tabs.get(addressKey(address));
-    if (!tab) return;
-    tab.connections.clear();
-    tab.held = false;
-    tab.lastSeen = this.o.clock.now();
+    if (tab) this.remove(tab);
     this.o.onRelease?.(address);
+    await this.dropPresence(address);
   }
 
-  /** Whether the session holds the tab here (registered, not released). */
-  holds(address: TabAddress): boolean {
-    return this.tabs.get(addressKey(address))?.held === true;
+  /** Whether some node holds the tab for the session (registered, not released or forgotten). */
+  async holds(address: TabAddress): Promise<boolean> {
+    return (await this.o.broker.presence(address, this.o.clock.now())).held;
   }
 
-  /** Whether an event for the address would be written to a connection now (or, for long-poll, at the next poll). */
-  isConnected(address: TabAddress): boolean {
+  /** Whether an event for the address would be written to a connection now (or, for long-poll, at the next poll), on any node. */
+  async isConnected(address: TabAddress): Promise<boolean> {
+    return (await this.o.broker.presence(address, this.o.clock.now())).connected;
+  }
+
+  /** Whether the tab has a live connection on this node (or a long-poll within its gap). */
+  isConnectedHere(address: TabAddress): boolean {
     const tab = this.tabs.get(addressKey(address));
-    if (!tab?.held) return false;
-    if (this.hasOpen(tab)) return true;
-    return tab.transport === 'long-poll' && this.o.clock.now() - tab.lastSeen < this.o.longPollGapMs;
+    return tab !== undefined && this.connectedUntil(tab, this.o.clock.now()) > this.o.clock.now();
   }
 
-  /** One tab's state here (diagnostics and tests): held by its session, live connections now, last sign of life. */
+  /** One tab's state on this node (diagnostics and tests): live connections now, last sign of life. */
   state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number } | undefined {
     const tab = this.tabs.get(addressKey(address));
     if (!tab) return undefined;
     this.prune(tab);
-    return { held: tab.held, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
+    return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
   }
 
-  /** Forgets idle tabs and expires old buffered events. Called on a timer and by tests with a moved clock. */
+  /** Forgets idle tabs here. Called on a timer and by tests with a moved clock. */
   sweep(): void {
     const now = this.o.clock.now();
-    for (const tab of this.tabs.values()) {
-      this.settleUnsent(tab.outbox.expire(now), 'expired');
-      if (!this.hasOpen(tab) && now - tab.lastSeen >= this.o.tabIdleMs) this.forget(tab);
+    this.o.broker.sweep(now);
+    for (const tab of [...this.tabs.values()]) {
+      if (this.hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
+      this.remove(tab);
+      this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'));
+    }
+  }
+
+  /**
+   * Tells the broker this node still holds its tabs (well within `presenceTtlMs`). Tabs whose stream
+   * the broker had lost (a Redis restart) get `EventsLost` on their connections and `onStreamLost`.
+   */
+  async refresh(): Promise<void> {
+    const now = this.o.clock.now();
+    const held = [...this.tabs.values()].map((tab) => ({ to: tab.address, connectedUntil: this.connectedUntil(tab, now) }));
+    if (held.length === 0) return;
+    for (const address of await this.o.broker.refresh(held, this.o.node, now)) {
+      const tab = this.tabs.get(addressKey(address));
+      if (tab) void this.serially(tab, () => this.catchUpAll(tab));
+      this.o.onStreamLost?.(address);
     }
   }
 
@@ -200,124 +244,177 @@ export class Hub implements Delivery {
     return { tabs: this.tabs.size, connected };
   }
 
-  /** Tab ids this node holds for their session (their bindings are refreshed in the store). */
+  /** Tab ids held here (their bindings are refreshed in the store). */
   heldTabIds(): string[] {
-    const ids: string[] = [];
-    for (const tab of this.tabs.values()) if (tab.held) ids.push(tab.address.tabId);
-    return ids;
+    return [...this.tabs.values()].map((tab) => tab.address.tabId);
   }
 
-  /** Closes every connection (shutdown); buffered events with a fallback are handed to it. */
+  /** Closes every connection (shutdown). Idempotent; `stop` then hands the tabs back to the broker. */
   close(): void {
+    if (this.closed) return;
+    this.closed = true;
     this.unsubscribe();
-    for (const tab of this.tabs.values()) {
-      for (const connection of tab.connections) connection.close(closeCodes.goingAway, 'shutdown');
-      this.settleUnsent(tab.outbox.drain(), 'forgotten');
-    }
+    for (const tab of this.tabs.values()) for (const connection of tab.connections.keys()) connection.close(closeCodes.goingAway, 'shutdown');
+  }
+
+  /** After `close`: tells the broker this node holds none of its tabs any more (another node or the session's return takes over). */
+  async stop(): Promise<void> {
+    this.close();
+    const tabs = [...this.tabs.values()];
     this.tabs.clear();
     this.perSession.clear();
+    await Promise.all(tabs.map((tab) => this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err }, 'releasing a tab at shutdown failed'))));
   }
 
   private create(address: TabAddress, now: number): LocalTab {
-    const tab: LocalTab = {
-      address,
-      connections: new Set(),
-      cursors: new WeakMap(),
-      transport: undefined,
-      outbox: new Outbox(this.o.outboxLimit, this.o.outboxMaxAgeMs, now * 1000),
-      lastSeen: now,
-      held: false,
-    };
+    const tab: LocalTab = { address, connections: new Map(), cursors: new WeakMap(), transport: undefined, lastSeen: now, chain: Promise.resolve() };
     this.tabs.set(addressKey(address), tab);
     this.perSession.set(address.session, (this.perSession.get(address.session) ?? 0) + 1);
     return tab;
   }
 
-  private forget(tab: LocalTab): void {
+  private remove(tab: LocalTab): void {
     const key = addressKey(tab.address);
     if (this.tabs.get(key) !== tab) return;
     this.tabs.delete(key);
+    tab.connections.clear();
     const left = (this.perSession.get(tab.address.session) ?? 1) - 1;
     if (left > 0) this.perSession.set(tab.address.session, left);
     else this.perSession.delete(tab.address.session);
-    this.settleUnsent(tab.outbox.drain(), 'forgotten');
-    this.o.onForget?.(tab.address);
+  }
+
+  /** This node let the tab go; when no node holds it any more, what hangs on it goes too. */
+  private async forget(address: TabAddress): Promise<void> {
+    if ((await this.dropPresence(address)) === 0) this.o.onForget?.(address);
+  }
+
+  private async dropPresence(address: TabAddress): Promise<number> {
+    const { holders, unsent } = await this.o.broker.drop(address, this.o.node, this.o.clock.now());
+    this.fallBack(unsent);
+    return holders;
   }
 
   private onBusMessage(message: BusMessage): void {
     switch (message.kind) {
-      case 'deliver':
-        return this.deliverLocal(message.to, message.event, message.fallback);
+      case 'event': {
+        const tab = this.tabs.get(addressKey(message.to));
+        if (!tab || !this.hasOpen(tab)) return;
+        void this.serially(tab, () => this.writeNew(tab, message.frame));
+        return;
+      }
     }
   }
 
-  private deliverLocal(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined): void {
-    if (fallback && !this.isConnected(to)) {
-      // Nobody to write it to now: straight to the durable store rather than into a dead tab's buffer.
-      this.o.onFallback(fallback);
-      this.o.counters?.fellBack(1);
+  /** Runs `work` after the tab's earlier work; a failure is logged, never passed on to later work. */
+  private serially(tab: LocalTab, work: () => Promise<void>): Promise<void> {
+    const next = tab.chain.then(work).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'));
+    tab.chain = next;
+    return next;
+  }
+
+  /** A new event of the tab: written to each connection whose cursor is just before it; a gap is read from the stream. */
+  private async writeNew(tab: LocalTab, frame: EventFrame): Promise<void> {
+    this.prune(tab);
+    let behind = false;
+    let written = 0;
+    for (const [connection, cursor] of tab.connections) {
+      if (cursor === undefined || frame.id <= cursor) continue;
+      if (frame.id === cursor + 1) {
+        if (this.write(tab, connection, [frame])) written = frame.id;
+      } else behind = true;
+    }
+    if (written > 0) this.markSent(tab.address, written);
+    // Another node's event came first on the bus, or one was missed: the stream has them all.
+    if (behind) await this.catchUpAll(tab);
+  }
+
+  /**
+   * Writes to every ready connection what follows its cursor, from one read after the lowest cursor. A
+   * connection whose events after its cursor are gone (trimmed, expired, or its stream was made again)
+   * is told with `EventsLost` first.
+   */
+  private async catchUpAll(tab: LocalTab): Promise<void> {
+    let lowest: number | undefined;
+    for (const cursor of tab.connections.values()) if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
+    if (lowest === undefined) return;
+    const read = await this.read(tab.address, lowest);
+    let written = 0;
+    for (const [connection, cursor] of tab.connections) {
+      if (cursor === undefined) continue;
+      const sameEpoch = cursor >= read.epoch && cursor <= read.last;
+      const frames = sameEpoch ? read.frames.filter((f) => f.id > cursor) : read.frames;
+      const lost = sameEpoch ? (frames.length > 0 ? frames[0]!.id > cursor + 1 : cursor < read.last) : true;
+      const out = lost ? [this.lostFrame(cursor, read.epoch), ...frames] : frames;
+      if (out.length === 0) continue;
+      if (this.write(tab, connection, out, read.last) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
+    }
+    if (written > 0) this.markSent(tab.address, written);
+  }
+
+  /** The first write to a connection: what follows `cursor` (or what nobody got), then it follows the stream. */
+  private async catchUp(tab: LocalTab, connection: TabConnection, cursor: number | undefined): Promise<void> {
+    if (!tab.connections.has(connection) || !connection.open) return;
+    const read = await this.read(tab.address, cursor);
+    const frames = read.lost && cursor !== undefined ? [this.lostFrame(cursor, read.epoch), ...read.frames] : read.frames;
+    if (frames.length === 0) {
+      tab.connections.set(connection, read.last);
       return;
     }
-    const now = this.o.clock.now();
-    let tab = this.tabs.get(addressKey(to));
-    if (!tab) {
-      if ((this.perSession.get(to.session) ?? 0) >= this.o.maxTabsPerSession) return this.o.counters?.dropped('overflow', 1);
-      // The tab went away (reload, idle): keep the event for the same session's return, within the usual bounds.
-      tab = this.create(to, now);
+    if (this.write(tab, connection, frames, read.last) && read.frames.length > 0) this.markSent(tab.address, read.frames.at(-1)!.id);
+  }
+
+  private async read(address: TabAddress, afterId: number | undefined): Promise<StreamRead> {
+    const read = await this.o.broker.read(address, afterId, this.o.clock.now());
+    this.fallBack(read.unsent);
+    if (read.expired > 0) this.o.counters?.dropped('expired', read.expired);
+    return read;
+  }
+
+  private lostFrame(after: number, epoch: number): EventFrame {
+    // No id: it is about this client's resumption, not an event of the tab's stream.
+    return { type: EventTypes.EventsLost, data: { after, epoch } } as EventFrame;
+  }
+
+  /**
+   * Writes frames to one connection and moves its cursor to `through` (the stream's newest id) or to the
+   * last frame's id. A connection that can take no more (an answered long-poll) leaves the tab.
+   */
+  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[], through?: number): boolean {
+    if (!connection.send(frames)) {
+      tab.connections.delete(connection);
+      return false;
     }
-    this.push(tab, event, fallback, now);
-  }
-
-  /** Appends an event to the tab's outbox and writes what is unsent to every live connection. */
-  private push(tab: LocalTab, event: TabEvent, fallback: DeliveryFallback | undefined, now: number): void {
-    this.settleUnsent(tab.outbox.push(event, now, fallback), 'overflow');
-    this.o.counters?.delivered();
-    if (!tab.held) return;
+    const ids = frames.filter((f) => typeof f.id === 'number').map((f) => f.id);
+    const last = Math.max(through ?? 0, ...ids);
+    if (tab.connections.has(connection)) tab.connections.set(connection, last);
+    if (connection.client !== undefined && ids.length > 0) tab.cursors.set(connection.client, Math.max(...ids));
     this.prune(tab);
-    if (tab.connections.size === 0) return;
-    this.settleUnsent(tab.outbox.expire(now), 'expired');
-    const frames = tab.outbox.pending();
-    if (frames.length === 0) return;
-    let written = false;
-    for (const connection of [...tab.connections]) if (this.write(tab, connection, frames)) written = true;
-    if (written) tab.outbox.markSent(frames);
-    this.prune(tab);
-  }
-
-  /** Writes to one connection what its client has not seen: frames after `afterId`, or all unsent ones. */
-  private flushTo(tab: LocalTab, connection: TabConnection, afterId?: number): void {
-    this.settleUnsent(tab.outbox.expire(this.o.clock.now()), 'expired');
-    const frames = tab.outbox.pending(afterId);
-    if (frames.length === 0) return;
-    if (this.write(tab, connection, frames)) tab.outbox.markSent(frames);
-    this.prune(tab);
-  }
-
-  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[]): boolean {
-    if (!connection.send(frames)) return false;
-    if (connection.client !== undefined) tab.cursors.set(connection.client, frames[frames.length - 1]!.id);
     return true;
+  }
+
+  private markSent(address: TabAddress, id: number): void {
+    this.o.broker.markSent(address, id).catch((err: unknown) => this.o.log.warn({ err }, 'marking events sent failed'));
+  }
+
+  private fallBack(fallbacks: readonly DeliveryFallback[]): void {
+    if (fallbacks.length === 0) return;
+    for (const fallback of fallbacks) this.o.onFallback(fallback);
+    this.o.counters?.fellBack(fallbacks.length);
+  }
+
+  /** Until when the tab counts as connected here: live connections are refreshed; a long-poll tab has its gap. */
+  private connectedUntil(tab: LocalTab, now: number): number {
+    if (this.hasOpen(tab)) return now + this.o.presenceTtlMs;
+    return tab.transport === 'long-poll' ? tab.lastSeen + this.o.longPollGapMs : 0;
   }
 
   /** Drops connections that can write no more (an answered long-poll, a closed socket). */
   private prune(tab: LocalTab): void {
-    for (const connection of tab.connections) if (!connection.open) tab.connections.delete(connection);
+    for (const connection of tab.connections.keys()) if (!connection.open) tab.connections.delete(connection);
   }
 
   private hasOpen(tab: LocalTab): boolean {
-    for (const connection of tab.connections) if (connection.open) return true;
+    for (const connection of tab.connections.keys()) if (connection.open) return true;
     return false;
-  }
-
-  /** Events that left a buffer unsent: to their fallback when they have one, else counted as dropped. */
-  private settleUnsent(events: UnsentEvent[], reason: DropReason): void {
-    if (events.length === 0) return;
-    let dropped = 0;
-    for (const { fallback } of events) {
-      if (fallback) this.o.onFallback(fallback);
-      else dropped++;
-    }
-    if (events.length > dropped) this.o.counters?.fellBack(events.length - dropped);
-    if (dropped > 0) this.o.counters?.dropped(reason, dropped);
   }
 }

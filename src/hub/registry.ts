@@ -11,7 +11,7 @@ export interface TabRegistryOptions {
   codes: Pick<CodeStore, 'recentTabEvents'>;
   hub: Hub;
   clock: Clock;
-  /** How far back a tab new here is given the results of its session's codes again (the outbox age). */
+  /** How far back a tab new here is given the results of its session's codes again (the stream's age bound). */
   resultReplayMs: number;
   /** How long a QR request waits for its tab's Register before it is refused (`awaitRegistration`). */
   registrationWaitMs: number;
@@ -51,14 +51,14 @@ export class TabRegistry {
     const bound = await tabs.bind(tabId, session, clock.now(), originOfLocation(location));
     if (bound === 'conflict') return 'conflict';
     const address = { tabId, session };
-    const attached = hub.attach(address, connection, lastEventId);
+    const attached = await hub.attach(address, connection, lastEventId);
     if (attached === 'too_many_tabs') {
       if (bound === 'created') await tabs.remove(tabId, session);
       return 'too_many_tabs';
     }
     this.wake(tabId);
-    // New here (first Register, or a reconnect after a restart): results its session's codes sent in the
-    // last moments may have been lost with the old process; they are derived again from the settled codes.
+    // New to the service (first Register, or its stream was lost with a restart): results its session's
+    // codes sent in the last moments may have been lost with it; they are derived again from the settled codes.
     if (attached === 'created') await this.replayResults(address);
     return 'ok';
   }
@@ -68,7 +68,7 @@ export class TabRegistry {
    * removed before the connection's next frame is handled); see Hub.release for what stays.
    */
   async unregister(address: TabAddress): Promise<void> {
-    this.o.hub.release(address);
+    await this.o.hub.release(address);
     await this.o.tabs.remove(address.tabId, address.session);
   }
 
@@ -93,6 +93,14 @@ export class TabRegistry {
   private wake(tabId: string): void {
     const set = this.waiters.get(tabId);
     if (set) for (const done of [...set]) done();
+  }
+
+  /**
+   * The broker lost the stream of a tab held here (its events may be gone): the results of its
+   * session's recent codes are sent again, as after a restart.
+   */
+  streamLost(address: TabAddress): void {
+    this.replayResults(address).catch(() => undefined);
   }
 
   private async replayResults(address: TabAddress): Promise<void> {

@@ -13,6 +13,12 @@ export const EventTypes = {
   NOP: 'NOP',
   /** After Register: the service instance's id (data: string); pages reload when it differs from the first one. */
   CheckServerInstance: 'CheckServerInstance',
+  /**
+   * Additive: the client resumed after an event id (`lastEventId`, `X-Last-Event-ID`) and events after it
+   * are gone (its stream was lost and made again, or they passed the stream's bounds). data:
+   * `{after, epoch}`. The page should refresh what it waits for (e.g. ask for a new QR code).
+   */
+  EventsLost: 'EventsLost',
 } as const;
 
 /** One attachment in a result (reference renderer field names). */

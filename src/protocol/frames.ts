@@ -24,7 +24,7 @@ export interface UnregisterFrame {
 }
 export type ClientFrame = RegisterFrame | PingFrame | UnregisterFrame;
 
-/** An event on its way to a tab, before the tab's outbox gives it an id. */
+/** An event on its way to a tab, before the tab's stream gives it an id. */
 export interface TabEvent {
   type: string;
   data: unknown;

@@ -182,10 +182,10 @@ describe('the per-tab outbox across transports', () => {
     service.clock.advance(59_000);
     service.app.tabwire.hub.sweep();
     const address = { tabId: ws.tabId, session: (await service.store.tabs.sessionOf(ws.tabId))! };
-    expect(service.app.tabwire.hub.holds(address)).toBe(true);
+    expect(await service.app.tabwire.hub.holds(address)).toBe(true);
     service.clock.advance(1_000);
     service.app.tabwire.hub.sweep();
-    expect(service.app.tabwire.hub.holds(address)).toBe(false);
+    await until(async () => !(await service.app.tabwire.hub.holds(address)), 'the tab to be let go');
     await until(async () => (await service.store.tabs.sessionOf(ws.tabId)) === undefined, 'the registration to be removed');
     const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: '', tab: ws.tabId }, { cookie: ws.cookie });
     expect(qr.status).toBe(200);

@@ -243,7 +243,7 @@ describe('registration races', () => {
     await boundTo(tab.tabId, tab.cookie);
     const address = { tabId: tab.tabId, session: sessionOfCookie(tab.cookie) };
     await until(() => service.app.tabwire.hub.holds(address), 'the tab to be held');
-    expect(service.app.tabwire.hub.isConnected(address)).toBe(false);
+    expect(await service.app.tabwire.hub.isConnected(address)).toBe(false);
     // So an XMPP-style event with a fallback is stored at once instead of going into a dead socket.
   });
 

@@ -106,7 +106,7 @@ describe('XMPP through Prosody', () => {
 
     await killable.kill();
     const address = { tabId, session: hashSession(sid.value) };
-    await until(() => !service.app.tabwire.hub.isConnected(address), 10_000, 'the service to notice the dead socket');
+    await until(async () => !(await service.app.tabwire.hub.isConnected(address)), 10_000, 'the service to notice the dead socket');
     await human.send(chat(agentJid(), 'to a dead tab', xml('dead', { xmlns: 'urn:test:dead' })));
     let stored: { content: string }[] = [];
     await until(async () => (stored = [...stored, ...(await popAll())]).length > 0, 5_000, 'the stored message');

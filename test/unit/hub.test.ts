@@ -6,7 +6,7 @@ import { ManualClock } from '../../src/clock.js';
 import type { TabAddress } from '../../src/hub/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
 import { Hub, MAX_CONNECTIONS_PER_TAB, type DropReason } from '../../src/hub/hub.js';
-import { Outbox } from '../../src/hub/outbox.js';
+import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 
 class FakeConnection implements TabConnection {
@@ -39,12 +39,14 @@ function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLim
   const released: TabAddress[] = [];
   const fellBack: DeliveryFallback[] = [];
   const dropped: Partial<Record<DropReason, number>> = {};
+  const broker = new MemoryBroker({ limit: o.outboxLimit ?? 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
   const hub = new Hub({
     bus: new MemoryBus(),
+    broker,
+    node: 'node-1',
+    presenceTtlMs: 1e12,
     clock,
     log: pino({ level: 'silent' }),
-    outboxLimit: o.outboxLimit ?? 100,
-    outboxMaxAgeMs: 60_000,
     tabIdleMs: 60_000,
     longPollGapMs: 10_000,
     maxTabsPerSession: o.maxTabsPerSession ?? 100,
@@ -57,50 +59,11 @@ function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLim
   return { hub, clock, forgotten, released, fellBack, dropped };
 }
 
-describe('Outbox', () => {
-  it('numbers events in order and keeps only the newest `limit`, handing back what it pushed out unsent', () => {
-    const outbox = new Outbox(100, 60_000);
-    const pushedOut = [];
-    for (let i = 1; i <= 101; i++) pushedOut.push(...outbox.push({ type: 'E', data: i }, 0));
-    const pending = outbox.pending();
-    expect(pending).toHaveLength(100);
-    expect(pending[0]).toEqual({ type: 'E', data: 2, id: 2 });
-    expect(pending.at(-1)!.id).toBe(101);
-    expect(pushedOut.map((u) => u.frame.data)).toEqual([1]);
-  });
-
-  it('overflow of events already sent is not reported as unsent', () => {
-    const outbox = new Outbox(2, 60_000);
-    outbox.push({ type: 'A', data: null }, 0);
-    outbox.markSent(outbox.pending());
-    outbox.push({ type: 'B', data: null }, 0);
-    expect(outbox.push({ type: 'C', data: null }, 0)).toEqual([]);
-  });
-
-  it('resends after a given id, or only unsent frames without one', () => {
-    const outbox = new Outbox(10, 60_000);
-    outbox.push({ type: 'A', data: null }, 0);
-    outbox.markSent(outbox.pending());
-    outbox.push({ type: 'B', data: null }, 0);
-    expect(outbox.pending().map((f) => f.type)).toEqual(['B']);
-    expect(outbox.pending(0).map((f) => f.type)).toEqual(['A', 'B']);
-    expect(outbox.pending(1).map((f) => f.type)).toEqual(['B']);
-  });
-
-  it('expires entries older than the age bound', () => {
-    const outbox = new Outbox(10, 1_000);
-    outbox.push({ type: 'old', data: null }, 0);
-    outbox.push({ type: 'new', data: null }, 900);
-    expect(outbox.expire(1_500).map((u) => u.frame.type)).toEqual(['old']);
-    expect(outbox.pending().map((f) => f.type)).toEqual(['new']);
-  });
-});
-
 describe('Hub', () => {
   it('delivers through the bus to the attached connection, in order, with ids', async () => {
     const { hub } = makeHub();
     const conn = new FakeConnection();
-    hub.attach(A, conn);
+    await hub.attach(A, conn);
     await hub.deliver(A, { type: 'One', data: 1 });
     await hub.deliver(A, { type: 'Two', data: 2 });
     await tick();
@@ -114,15 +77,15 @@ describe('Hub', () => {
   it('a tab forgotten and registered again numbers its events above every earlier id', async () => {
     const { hub, clock } = makeHub();
     const first = new FakeConnection();
-    hub.attach(A, first);
+    await hub.attach(A, first);
     for (let i = 0; i < 5; i++) await hub.deliver(A, { type: 'E', data: i });
     await tick();
     hub.detach(A, first);
     clock.advance(60_000);
     hub.sweep();
-    expect(hub.holds(A)).toBe(false);
+    expect(await hub.holds(A)).toBe(false);
     const second = new FakeConnection();
-    hub.attach(A, second);
+    await hub.attach(A, second);
     await hub.deliver(A, { type: 'E', data: 'after' });
     await tick();
     expect(second.frames[0]!.id).toBeGreaterThan(first.frames.at(-1)!.id);
@@ -131,15 +94,15 @@ describe('Hub', () => {
   it('buffers while detached and flushes once on the next attach', async () => {
     const { hub } = makeHub();
     const first = new FakeConnection();
-    hub.attach(A, first);
+    await hub.attach(A, first);
     hub.detach(A, first);
     await hub.deliver(A, { type: 'Missed', data: null });
     await tick();
     const second = new FakeConnection();
-    hub.attach(A, second);
+    await hub.attach(A, second);
     expect(second.frames.map((f) => f.type)).toEqual(['Missed']);
     const third = new FakeConnection();
-    hub.attach(A, third);
+    await hub.attach(A, third);
     expect(third.frames).toEqual([]);
     expect(second.closed).toBeUndefined();
   });
@@ -148,8 +111,8 @@ describe('Hub', () => {
     const { hub } = makeHub();
     const first = new FakeConnection();
     const second = new FakeConnection();
-    hub.attach(A, first);
-    hub.attach(A, second);
+    await hub.attach(A, first);
+    await hub.attach(A, second);
     await hub.deliver(A, { type: 'Both', data: 1 });
     await tick();
     expect([first.frames.map((f) => f.type), second.frames.map((f) => f.type)]).toEqual([['Both'], ['Both']]);
@@ -172,67 +135,67 @@ describe('Hub', () => {
       return c;
     };
     const a1 = poll(pageA);
-    hub.attach(A, a1);
+    await hub.attach(A, a1);
     const b1 = poll(pageB);
-    hub.attach(A, b1);
+    await hub.attach(A, b1);
     await hub.deliver(A, { type: 'First', data: 1 });
     await tick();
     expect([a1.frames.length, b1.frames.length]).toEqual([1, 1]);
     // A polls again at once; B is between polls when the next event comes.
     const a2 = poll(pageA);
-    hub.attach(A, a2);
+    await hub.attach(A, a2);
     await hub.deliver(A, { type: 'Second', data: 2 });
     await tick();
     expect(a2.frames.map((f) => f.data)).toEqual([2]);
     const b2 = poll(pageB);
-    hub.attach(A, b2);
+    await hub.attach(A, b2);
     expect(b2.frames.map((f) => f.data)).toEqual([2]);
     // And A's next poll does not get it again.
     const a3 = poll(pageA);
-    hub.attach(A, a3);
+    await hub.attach(A, a3);
     expect(a3.frames).toEqual([]);
   });
 
-  it('beyond MAX_CONNECTIONS_PER_TAB live connections, the oldest is closed as replaced', () => {
+  it('beyond MAX_CONNECTIONS_PER_TAB live connections, the oldest is closed as replaced', async () => {
     const { hub } = makeHub();
     const connections = Array.from({ length: MAX_CONNECTIONS_PER_TAB + 1 }, () => new FakeConnection());
-    for (const c of connections) hub.attach(A, c);
+    for (const c of connections) await hub.attach(A, c);
     expect(connections.map((c) => c.closed?.code)).toEqual([4409, ...Array<undefined>(MAX_CONNECTIONS_PER_TAB).fill(undefined)]);
   });
 
   it('greets each WebSocket Register and the first connection of a tab new here, with the instance event', async () => {
     const { hub } = makeHub({ greeting: { type: 'CheckServerInstance', data: 'instance-1' } });
     const ws = new FakeConnection();
-    expect(hub.attach(A, ws)).toBe('created');
+    expect(await hub.attach(A, ws)).toBe('created');
     expect(ws.frames.map((f) => [f.type, f.data])).toEqual([['CheckServerInstance', 'instance-1']]);
     const poll = new FakeConnection('long-poll');
-    expect(hub.attach(A, poll)).toBe('attached');
+    expect(await hub.attach(A, poll)).toBe('attached');
     expect(poll.frames).toEqual([]); // a long-poll of a known tab: no greeting (it would answer every poll)
     const firstPoll = new FakeConnection('long-poll');
-    expect(hub.attach(B, firstPoll)).toBe('created');
+    expect(await hub.attach(B, firstPoll)).toBe('created');
     expect(firstPoll.frames.map((f) => f.type)).toEqual(['CheckServerInstance']);
   });
 
-  it('forgets a tab with no connection after the idle time, not before', () => {
+  it('forgets a tab with no connection after the idle time, not before', async () => {
     const { hub, clock, forgotten } = makeHub();
     const conn = new FakeConnection();
-    hub.attach(A, conn);
+    await hub.attach(A, conn);
     hub.detach(A, conn);
     clock.advance(59_000);
     hub.sweep();
-    expect(hub.holds(A)).toBe(true);
+    expect(await hub.holds(A)).toBe(true);
     clock.advance(1_000);
     hub.sweep();
-    expect(hub.holds(A)).toBe(false);
+    expect(await hub.holds(A)).toBe(false);
     expect(forgotten).toEqual([A]);
   });
 
-  it('keeps a connected tab however long it is quiet', () => {
+  it('keeps a connected tab however long it is quiet', async () => {
     const { hub, clock } = makeHub();
-    hub.attach(A, new FakeConnection());
+    await hub.attach(A, new FakeConnection());
     clock.advance(10 * 60_000);
     hub.sweep();
-    expect(hub.holds(A)).toBe(true);
+    expect(await hub.holds(A)).toBe(true);
   });
 });
 
@@ -240,58 +203,58 @@ describe('Hub: results belong to the session that asked', () => {
   it('an event for session A never reaches session B holding the same tab id after A released it', async () => {
     const { hub, released } = makeHub();
     const a = new FakeConnection();
-    hub.attach(A, a);
-    hub.release(A);
+    await hub.attach(A, a);
+    await hub.release(A);
     expect(released).toEqual([A]);
     const b = new FakeConnection();
-    hub.attach(B, b);
+    await hub.attach(B, b);
     await hub.deliver(A, { type: 'SignatureReceived', data: 'secret' });
     await tick();
     expect(b.frames).toEqual([]);
     expect(a.frames).toEqual([]);
     // A comes back (a reloading page registers its tab again) and gets what waited for it.
     const again = new FakeConnection();
-    hub.attach(A, again);
+    await hub.attach(A, again);
     expect(again.frames.map((f) => f.data)).toEqual(['secret']);
   });
 
   it('an event for a session whose tab was forgotten waits for that session only, within the idle bound', async () => {
     const { hub, clock } = makeHub();
     const a = new FakeConnection();
-    hub.attach(A, a);
+    await hub.attach(A, a);
     hub.detach(A, a);
     clock.advance(60_000);
     hub.sweep();
     await hub.deliver(A, { type: 'SignatureReceived', data: 'late' });
     await tick();
     const b = new FakeConnection();
-    hub.attach(B, b);
+    await hub.attach(B, b);
     expect(b.frames).toEqual([]);
     const back = new FakeConnection();
-    hub.attach(A, back);
+    await hub.attach(A, back);
     expect(back.frames.map((f) => f.data)).toEqual(['late']);
   });
 
-  it('a closed connection is not attached (the client left during its Register)', () => {
+  it('a closed connection is not attached (the client left during its Register)', async () => {
     const { hub } = makeHub();
     const gone = new FakeConnection();
     gone.open = false;
-    expect(hub.attach(A, gone)).toBe('created');
-    expect(hub.isConnected(A)).toBe(false);
+    expect(await hub.attach(A, gone)).toBe('created');
+    expect(await hub.isConnected(A)).toBe(false);
     expect(hub.snapshot().connected).toBe(0);
   });
 
-  it('refuses a session its tab beyond the limit, and frees the slot when a tab is forgotten', () => {
+  it('refuses a session its tab beyond the limit, and frees the slot when a tab is forgotten', async () => {
     const { hub, clock } = makeHub({ maxTabsPerSession: 2 });
     const first = new FakeConnection();
-    hub.attach({ tabId: 't1', session: 's' }, first);
-    hub.attach({ tabId: 't2', session: 's' }, new FakeConnection());
-    expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('too_many_tabs');
-    expect(hub.attach({ tabId: 't3', session: 'other' }, new FakeConnection())).toBe('created');
+    await hub.attach({ tabId: 't1', session: 's' }, first);
+    await hub.attach({ tabId: 't2', session: 's' }, new FakeConnection());
+    expect(await hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('too_many_tabs');
+    expect(await hub.attach({ tabId: 't3', session: 'other' }, new FakeConnection())).toBe('created');
     hub.detach({ tabId: 't1', session: 's' }, first);
     clock.advance(60_000);
     hub.sweep();
-    expect(hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('created');
+    expect(await hub.attach({ tabId: 't3', session: 's' }, new FakeConnection())).toBe('created');
   });
 });
 
@@ -299,59 +262,144 @@ describe('Hub: events with a fallback are never lost', () => {
   it('goes straight to the fallback when the tab has no live connection', async () => {
     const { hub, fellBack } = makeHub();
     const conn = new FakeConnection();
-    hub.attach(A, conn);
+    await hub.attach(A, conn);
     hub.detach(A, conn);
     await hub.deliver(A, { type: 'Msg', data: 1 }, fallback(1));
     await tick();
     expect(fellBack.map((f) => f.content)).toEqual(['<m n="1"/>']);
   });
 
-  it('a long-poll tab between two polls still counts as connected, until the gap passes', () => {
+  it('a long-poll tab between two polls still counts as connected, until the gap passes', async () => {
     const { hub, clock } = makeHub();
     const poll = new FakeConnection('long-poll');
-    hub.attach(A, poll);
+    await hub.attach(A, poll);
     hub.detach(A, poll);
-    expect(hub.isConnected(A)).toBe(true);
+    expect(await hub.isConnected(A)).toBe(true);
     clock.advance(10_000);
-    expect(hub.isConnected(A)).toBe(false);
+    expect(await hub.isConnected(A)).toBe(false);
   });
 
   it('a long-poll burst above the buffer size stores what overflows instead of dropping it', async () => {
     const { hub, fellBack, dropped } = makeHub({ outboxLimit: 3 });
     const poll = new FakeConnection('long-poll');
-    hub.attach(A, poll);
+    await hub.attach(A, poll);
     hub.detach(A, poll);
     for (let n = 1; n <= 5; n++) await hub.deliver(A, { type: 'Msg', data: n }, fallback(n));
     await tick();
     expect(fellBack.map((f) => f.content)).toEqual(['<m n="1"/>', '<m n="2"/>']);
     expect(dropped.overflow).toBeUndefined();
     const next = new FakeConnection('long-poll');
-    hub.attach(A, next);
+    await hub.attach(A, next);
     expect(next.frames.map((f) => f.data)).toEqual([3, 4, 5]);
   });
 
-  it('buffered events with a fallback that age out unsent, or are forgotten with their tab, are stored', async () => {
-    const { hub, clock, fellBack, dropped } = makeHub();
+  it('buffered events with a fallback are stored when their tab is forgotten', async () => {
+    const { hub, clock, fellBack } = makeHub();
     const poll = new FakeConnection('long-poll');
-    hub.attach(A, poll);
+    await hub.attach(A, poll);
     hub.detach(A, poll);
     await hub.deliver(A, { type: 'Msg', data: 1 }, fallback(1));
     await hub.deliver(A, { type: 'Plain', data: 2 });
     await tick();
     clock.advance(60_001);
     hub.sweep();
+    await tick();
     expect(fellBack.map((f) => f.content)).toEqual(['<m n="1"/>']);
+  });
+
+  it('an unsent event past the age bound is counted as dropped, and the next one still arrives', async () => {
+    const { hub, clock, dropped } = makeHub();
+    const poll = new FakeConnection('long-poll');
+    await hub.attach(A, poll);
+    hub.detach(A, poll);
+    await hub.deliver(A, { type: 'Plain', data: 1 });
+    clock.advance(30_000);
+    await hub.deliver(A, { type: 'Plain', data: 2 });
+    clock.advance(31_000);
+    const back = new FakeConnection('long-poll');
+    await hub.attach(A, back);
+    expect(back.frames.map((f) => f.data)).toEqual([2]);
     expect(dropped.expired).toBe(1);
   });
 
   it('events already written are not counted as dropped when they age out', async () => {
     const { hub, clock, dropped } = makeHub();
-    hub.attach(A, new FakeConnection());
+    const first = new FakeConnection();
+    await hub.attach(A, first);
     await hub.deliver(A, { type: 'Plain', data: 1 });
     await tick();
     clock.advance(60_001);
-    hub.sweep();
+    await hub.attach(A, new FakeConnection());
     expect(dropped).toEqual({});
+  });
+});
+
+describe('Hub: two nodes on one broker (a cluster)', () => {
+  function twoNodes() {
+    const clock = new ManualClock();
+    const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 });
+    const bus = new MemoryBus();
+    const forgotten: TabAddress[] = [];
+    const node = (name: string) =>
+      new Hub({ bus, broker, node: name, presenceTtlMs: 30_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, onForget: (a) => forgotten.push(a) });
+    return { clock, broker, one: node('node-1'), two: node('node-2'), forgotten };
+  }
+
+  it('an event delivered on one node reaches the tab connected to the other, once, in order', async () => {
+    const { one, two } = twoNodes();
+    const conn = new FakeConnection();
+    await two.attach(A, conn);
+    for (let n = 1; n <= 5; n++) await (n % 2 ? one : two).deliver(A, { type: 'E', data: n });
+    await tick();
+    expect(conn.frames.map((f) => f.data)).toEqual([1, 2, 3, 4, 5]);
+  });
+
+  it('a long-poll on the other node reads what the tab missed, after the id it saw', async () => {
+    const { one, two } = twoNodes();
+    const first = new FakeConnection('long-poll');
+    await one.attach(A, first);
+    await one.deliver(A, { type: 'E', data: 1 });
+    await tick();
+    one.detach(A, first);
+    await two.deliver(A, { type: 'E', data: 2 });
+    const next = new FakeConnection('long-poll');
+    await two.attach(A, next, first.frames.at(-1)!.id);
+    expect(next.frames.map((f) => f.data)).toEqual([2]);
+  });
+
+  it('a node forgetting an idle tab leaves it (and its binding) alone while the other node still holds it', async () => {
+    const { clock, one, two, forgotten } = twoNodes();
+    const old = new FakeConnection();
+    await one.attach(A, old);
+    one.detach(A, old);
+    await two.attach(A, new FakeConnection());
+    clock.advance(20_000);
+    await two.refresh(); // presence lapses after 30 s unless refreshed (services: every 10 s)
+    clock.advance(40_000);
+    await two.refresh();
+    one.sweep();
+    await tick();
+    expect(forgotten).toEqual([]);
+    expect(await two.holds(A)).toBe(true);
+  });
+
+  it('a client resuming after an id whose events are gone is told (EventsLost) before what is left', async () => {
+    const { clock, one, two } = twoNodes();
+    const first = new FakeConnection();
+    await one.attach(A, first);
+    await one.deliver(A, { type: 'E', data: 1 });
+    await tick();
+    const seen = first.frames.at(-1)!.id;
+    one.detach(A, first);
+    await one.deliver(A, { type: 'E', data: 2 });
+    clock.advance(50_000);
+    await one.deliver(A, { type: 'E', data: 3 });
+    clock.advance(20_000); // event 2 is past the 60 s age bound now
+    const back = new FakeConnection();
+    await two.attach(A, back, seen);
+    expect(back.frames.map((f) => f.type)).toEqual(['EventsLost', 'E']);
+    expect(back.frames[1]!.data).toBe(3);
+    expect(back.frames[0]!.data).toMatchObject({ after: seen });
   });
 });
 
@@ -364,9 +412,9 @@ describe('MemoryBus', () => {
       throw new Error('subscriber bug');
     });
     bus.subscribe((m) => got.push(m.kind));
-    await bus.publish({ kind: 'deliver', to: A, event: { type: 'E', data: null } });
+    await bus.publish({ kind: 'event', to: A, frame: { type: 'E', data: null, id: 1 } });
     await tick();
-    expect(got).toEqual(['deliver']);
+    expect(got).toEqual(['event']);
     expect(errors).toHaveLength(1);
   });
 });

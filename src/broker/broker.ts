@@ -1,0 +1,104 @@
+import type { DeliveryFallback } from '../bus/bus.js';
+import type { TabAddress } from '../hub/address.js';
+import type { EventFrame, TabEvent } from '../protocol/frames.js';
+
+/**
+ * The broker owns what a tab's events need beyond one process (docs/events.md "Event streams"): the
+ * per-tab event stream and the tab's presence. One node uses the memory broker; a cluster shares the
+ * Redis broker, so a client resumes on any node and a long-poll on any node reads the tab's events.
+ *
+ * Stream: each event gets an offset in its tab's stream; its id is the stream's epoch plus the
+ * offset. The epoch is the stream's creation time in ms × 1000, so a stream made again (the broker
+ * lost it, or it expired) numbers its events above every id of the one before; a client that resumes
+ * after an id the stream cannot serve any more is told (`lost`). Bounded by count (`limit`, oldest
+ * dropped) and age (`maxAgeMs`). The stream remembers the newest id written to any connection (the
+ * "sent" mark), so a connection that does not say what it saw gets only what nobody got.
+ *
+ * Presence: which nodes hold the tab (registered and not yet forgotten there) and until when it counts
+ * as connected on each. A node never removes what another node still serves.
+ *
+ * All times are the caller's clock (`now`): one node's tests move it, a cluster's clocks are synchronised.
+ */
+export interface Broker {
+  /**
+   * Appends an event. With a `fallback` (an XMPP message) the event is appended only when some node
+   * has the tab connected, checked atomically with the append; otherwise nothing is appended and
+   * `frame` is undefined: the caller stores the message. `unsent` holds fallbacks of older events
+   * the bounds pushed out before anyone got them.
+   */
+  publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome>;
+  /** The tab's stream after `afterId` (undefined: after the sent mark), oldest first, within its bounds. */
+  read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead>;
+  /** Frames up to `id` were written to a connection (the mark only moves forward). */
+  markSent(to: TabAddress, id: number): Promise<void>;
+  /**
+   * `node` holds the tab and counts it as connected until `connectedUntil`. `created`: the broker had
+   * no stream for the tab (new to the service, or its stream was lost) and made one.
+   */
+  hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }>;
+  /** `hold` for many tabs at once (the node's periodic refresh); returns the tabs whose stream had been lost. */
+  refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]>;
+  /**
+   * `node` forgot the tab. `holders`: nodes that still hold it. When none is left, the fallbacks of
+   * events nobody got are handed back (`unsent`) to be stored; the rest waits for the session's return.
+   */
+  drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }>;
+  /** Whether any node holds the tab (`connected`: and has it connected now). */
+  presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }>;
+  /** Removes what has passed its bounds where nothing expires by itself (the memory broker; Redis keys expire). */
+  sweep(now: number): void;
+  close(): Promise<void>;
+}
+
+export interface BrokerBounds {
+  /** Events kept per stream (config outboxLimit). */
+  limit: number;
+  /** Age of the oldest event kept (config outboxMaxAgeSeconds). */
+  maxAgeMs: number;
+  /**
+   * How long a node's presence lasts without a refresh; also how long a stream nobody holds or writes
+   * to is kept (for a session that comes back). Nodes refresh well within it.
+   */
+  presenceTtlMs: number;
+  /** How long a stream with nobody holding it and nothing new is kept for its session's return. */
+  idleStreamMs: number;
+}
+
+export interface PublishOutcome {
+  /** The appended event with its id; undefined when a fallback event found no connected node. */
+  frame: EventFrame | undefined;
+  /** Fallbacks of events the bounds pushed out unsent: store them. */
+  unsent: DeliveryFallback[];
+  /** Events without a fallback the bounds pushed out unsent (metrics). */
+  dropped: { overflow: number; expired: number };
+}
+
+export interface StreamRead {
+  /** Frames after the cursor, oldest first. */
+  frames: EventFrame[];
+  /** The newest id the stream ever gave (the epoch itself when none). */
+  last: number;
+  /** The stream's epoch (0 when the broker has no stream for the tab). */
+  epoch: number;
+  /** The cursor was given and events after it are gone (another epoch, or past the bounds): tell the client. */
+  lost: boolean;
+  /** Fallbacks of events that expired unsent while reading: store them. */
+  unsent: DeliveryFallback[];
+  /** Events without a fallback that expired unsent while reading (metrics). */
+  expired: number;
+}
+
+/** The id of the first event of a stream made at `now` is this plus one (docs/events.md "Event ids"). */
+export const epochAt = (now: number): number => now * 1000;
+
+/**
+ * Where a client that saw events up to `afterId` resumes in a stream whose kept events start at `first`
+ * (undefined: none kept) and whose newest id is `last`: after its id when that is of this epoch, with
+ * `lost` when events after it have left the stream; from the start of the stream, with `lost`, when
+ * its id is of another epoch (the stream was made again, so what followed its id is gone).
+ */
+export function resumePoint(afterId: number, epoch: number, first: number | undefined, last: number): { cursor: number; lost: boolean } {
+  if (afterId < epoch || afterId > last) return { cursor: epoch, lost: true };
+  const lost = first === undefined ? afterId < last : first > afterId + 1;
+  return { cursor: afterId, lost };
+}

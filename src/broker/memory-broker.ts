@@ -1,0 +1,163 @@
+import type { DeliveryFallback } from '../bus/bus.js';
+import { addressKey, type TabAddress } from '../hub/address.js';
+import type { EventFrame, TabEvent } from '../protocol/frames.js';
+import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+
+interface Entry {
+  frame: EventFrame;
+  at: number;
+  fallback: DeliveryFallback | undefined;
+}
+
+interface Holder {
+  connectedUntil: number;
+  heldUntil: number;
+}
+
+interface Stream {
+  epoch: number;
+  last: number;
+  sent: number;
+  entries: Entry[];
+  holders: Map<string, Holder>;
+  /** Last publish, hold or refresh: a stream nobody holds is kept `idleStreamMs` after it. */
+  touched: number;
+}
+
+/**
+ * The broker of one node: the streams and presence in this process's memory, with the semantics of the
+ * Redis broker (broker.ts), so one node and a cluster behave alike. Lost when the process stops: after
+ * a restart every stream starts a new epoch.
+ */
+export class MemoryBroker implements Broker {
+  private readonly streams = new Map<string, Stream>();
+
+  constructor(private readonly bounds: BrokerBounds) {}
+
+  async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
+    const key = addressKey(to);
+    let stream = this.live(key, now);
+    if (fallback && !(stream && connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
+    stream ??= this.create(key, now);
+    stream.touched = now;
+    const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
+    stream.entries.push({ frame, at: now, fallback });
+    const overflow = this.settle(stream, stream.entries.splice(0, Math.max(0, stream.entries.length - this.bounds.limit)));
+    const expired = this.settle(stream, this.expire(stream, now));
+    return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped } };
+  }
+
+  async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
+    const stream = this.live(addressKey(to), now);
+    if (!stream) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0 };
+    const expired = this.settle(stream, this.expire(stream, now));
+    const first = stream.entries[0]?.frame.id;
+    const { cursor, lost } = afterId === undefined ? { cursor: stream.sent, lost: false } : resumePoint(afterId, stream.epoch, first, stream.last);
+    const frames = stream.entries.filter((e) => e.frame.id > cursor).map((e) => e.frame);
+    return { frames, last: stream.last, epoch: stream.epoch, lost, unsent: expired.unsent, expired: expired.dropped };
+  }
+
+  async markSent(to: TabAddress, id: number): Promise<void> {
+    const stream = this.streams.get(addressKey(to));
+    if (stream && id > stream.sent && id <= stream.last) stream.sent = id;
+  }
+
+  async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
+    const key = addressKey(to);
+    const existing = this.live(key, now);
+    const stream = existing ?? this.create(key, now);
+    stream.touched = now;
+    stream.holders.set(node, { connectedUntil, heldUntil: now + this.bounds.presenceTtlMs });
+    return { created: existing === undefined, epoch: stream.epoch };
+  }
+
+  async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
+    const lost: TabAddress[] = [];
+    for (const { to, connectedUntil } of tabs) if ((await this.hold(to, node, connectedUntil, now)).created) lost.push(to);
+    return lost;
+  }
+
+  async drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }> {
+    const stream = this.live(addressKey(to), now);
+    if (!stream) return { holders: 0, unsent: [] };
+    stream.holders.delete(node);
+    const holders = liveHolders(stream, now);
+    if (holders > 0) return { holders, unsent: [] };
+    // Nobody holds the tab: a stored message is better than one waiting for a tab that may not come back.
+    const unsent: DeliveryFallback[] = [];
+    stream.entries = stream.entries.filter((e) => {
+      if (e.fallback === undefined || e.frame.id <= stream.sent) return true;
+      unsent.push(e.fallback);
+      return false;
+    });
+    return { holders, unsent };
+  }
+
+  async presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }> {
+    const stream = this.live(addressKey(to), now);
+    return { held: stream !== undefined && liveHolders(stream, now) > 0, connected: stream !== undefined && connected(stream, now) };
+  }
+
+  /** Removes streams past their idle time (the Redis broker's key expiry does this by itself). */
+  sweep(now: number): void {
+    for (const key of this.streams.keys()) this.live(key, now);
+  }
+
+  /** Streams kept (diagnostics and tests). */
+  get size(): number {
+    return this.streams.size;
+  }
+
+  async close(): Promise<void> {
+    this.streams.clear();
+  }
+
+  /** The stream, unless it has passed its idle time with nobody holding it (then it is removed). */
+  private live(key: string, now: number): Stream | undefined {
+    const stream = this.streams.get(key);
+    if (!stream) return undefined;
+    for (const [node, holder] of stream.holders) if (holder.heldUntil <= now) stream.holders.delete(node);
+    if (stream.holders.size === 0 && now - stream.touched >= this.bounds.idleStreamMs) {
+      this.streams.delete(key);
+      return undefined;
+    }
+    return stream;
+  }
+
+  private create(key: string, now: number): Stream {
+    const epoch = epochAt(now);
+    const stream: Stream = { epoch, last: epoch, sent: epoch, entries: [], holders: new Map(), touched: now };
+    this.streams.set(key, stream);
+    return stream;
+  }
+
+  private expire(stream: Stream, now: number): Entry[] {
+    const cutoff = now - this.bounds.maxAgeMs;
+    let n = 0;
+    while (n < stream.entries.length && stream.entries[n]!.at < cutoff) n++;
+    return stream.entries.splice(0, n);
+  }
+
+  /** Of the entries that left the stream, the unsent: fallbacks to store, the others counted as dropped. */
+  private settle(stream: Stream, gone: Entry[]): { unsent: DeliveryFallback[]; dropped: number } {
+    const unsent: DeliveryFallback[] = [];
+    let dropped = 0;
+    for (const e of gone) {
+      if (e.frame.id <= stream.sent) continue;
+      if (e.fallback) unsent.push(e.fallback);
+      else dropped++;
+    }
+    return { unsent, dropped };
+  }
+}
+
+function liveHolders(stream: Stream, now: number): number {
+  let n = 0;
+  for (const holder of stream.holders.values()) if (holder.heldUntil > now) n++;
+  return n;
+}
+
+function connected(stream: Stream, now: number): boolean {
+  for (const holder of stream.holders.values()) if (holder.heldUntil > now && holder.connectedUntil > now) return true;
+  return false;
+}

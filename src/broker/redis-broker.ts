@@ -1,0 +1,255 @@
+import type { Redis } from 'ioredis';
+import type { DeliveryFallback } from '../bus/bus.js';
+import type { TabAddress } from '../hub/address.js';
+import type { EventFrame, TabEvent } from '../protocol/frames.js';
+import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+
+/**
+ * The broker of a cluster, in Redis (docs/redis.md "Event streams"). Per tab address three keys,
+ * in one hash slot (the `{…}` tag) so each script touches one slot:
+ * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch;
+ * - `…:ev` list of entries `offset:at:fallbackFlag:json` (json: `{type, data, fallback?}`), oldest first;
+ * - `…:p` hash: node -> `connectedUntil:heldUntil`.
+ * Every change is one Lua script, so the presence check of a fallback event and its append, the
+ * bounds and the sent mark never interleave with another node's. Ids are epoch + offset, computed
+ * here: Lua's numbers print large integers in exponent form, so only small offsets cross the script.
+ * All keys expire when nobody holds or writes the tab for `idleStreamMs + presenceTtlMs`.
+ */
+const LIB = `
+local function holders(p, now)
+  local all = redis.call('HGETALL', p)
+  local live, conn = 0, false
+  for i = 1, #all, 2 do
+    local c, h = string.match(all[i + 1], '^(%d+):(%d+)$')
+    if tonumber(h) <= now then redis.call('HDEL', p, all[i])
+    else
+      live = live + 1
+      if tonumber(c) > now then conn = true end
+    end
+  end
+  return live, conn
+end
+local function trim(ev, sent, limit, cutoff)
+  local out, overflow, expired = {}, 0, 0
+  local n = redis.call('LLEN', ev)
+  while n > 0 do
+    local head = redis.call('LINDEX', ev, 0)
+    local off, at, fb = string.match(head, '^(%d+):(%d+):(%d)')
+    local over = n > limit
+    if not over and tonumber(at) >= cutoff then break end
+    redis.call('LPOP', ev)
+    n = n - 1
+    if tonumber(off) > sent then
+      if fb == '1' then table.insert(out, head) elseif over then overflow = overflow + 1 else expired = expired + 1 end
+    end
+  end
+  return out, overflow, expired
+end
+local function create(m, epoch)
+  if redis.call('HSETNX', m, 'e', epoch) == 1 then
+    redis.call('HSET', m, 'l', 0, 's', 0)
+    return 1
+  end
+  return 0
+end
+local function keep(ttl)
+  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
+end
+`;
+
+/** KEYS m ev p; ARGV now epoch limit cutoff ttl requireConnected entryTail */
+const PUBLISH = `${LIB}
+local now = tonumber(ARGV[1])
+if ARGV[6] == '1' then
+  local live, conn = holders(KEYS[3], now)
+  if not conn then return {0} end
+end
+create(KEYS[1], ARGV[2])
+local off = redis.call('HINCRBY', KEYS[1], 'l', 1)
+redis.call('HSET', KEYS[1], 't', ARGV[1])
+redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
+local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]))
+keep(ARGV[5])
+local result = {1, redis.call('HGET', KEYS[1], 'e'), off, overflow, expired}
+for _, e in ipairs(out) do table.insert(result, e) end
+return result`;
+
+/** KEYS m ev p; ARGV now limit cutoff */
+const READ = `${LIB}
+if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
+local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]))
+local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
+local result = {meta[1], meta[2], meta[3], expired + overflow, #out}
+for _, e in ipairs(out) do table.insert(result, e) end
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do table.insert(result, e) end
+return result`;
+
+/** KEYS m; ARGV id */
+const MARK_SENT = `
+local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
+if not meta[1] then return 0 end
+local off = tonumber(ARGV[1]) - tonumber(meta[1])
+if off > tonumber(meta[3]) and off <= tonumber(meta[2]) then redis.call('HSET', KEYS[1], 's', off) end
+return 1`;
+
+/** KEYS m ev p; ARGV now epoch node connectedUntil heldUntil ttl */
+const HOLD = `${LIB}
+local created = create(KEYS[1], ARGV[2])
+redis.call('HSET', KEYS[1], 't', ARGV[1])
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[4] .. ':' .. ARGV[5])
+keep(ARGV[6])
+return {created, redis.call('HGET', KEYS[1], 'e')}`;
+
+/** KEYS m ev p; ARGV now node */
+const DROP = `${LIB}
+redis.call('HDEL', KEYS[3], ARGV[2])
+local live = holders(KEYS[3], tonumber(ARGV[1]))
+if live > 0 or redis.call('EXISTS', KEYS[1]) == 0 then return {live} end
+local sent = tonumber(redis.call('HGET', KEYS[1], 's'))
+local result = {0}
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  local off, fb = string.match(e, '^(%d+):%d+:(%d)')
+  if fb == '1' and tonumber(off) > sent then
+    table.insert(result, e)
+    redis.call('LREM', KEYS[2], 1, e)
+  end
+end
+return result`;
+
+/** KEYS p; ARGV now */
+const PRESENCE = `${LIB}
+local live, conn = holders(KEYS[1], tonumber(ARGV[1]))
+return {live, conn and 1 or 0}`;
+
+type Reply = (string | number)[];
+
+interface BrokerCommands {
+  twPublish(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
+  twRead(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
+  twMarkSent(m: string, id: number): Promise<number>;
+  twHold(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
+  twDrop(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
+  twPresence(p: string, now: number): Promise<Reply>;
+}
+
+interface Parsed {
+  id: number;
+  at: number;
+  frame: EventFrame;
+  fallback: DeliveryFallback | undefined;
+}
+
+/** `offset:at:flag:json` with the stream's epoch -> the entry. */
+function parseEntry(raw: string, epoch: number): Parsed {
+  const a = raw.indexOf(':');
+  const b = raw.indexOf(':', a + 1);
+  const c = raw.indexOf(':', b + 1);
+  const body = JSON.parse(raw.slice(c + 1)) as { type: string; data: unknown; fallback?: DeliveryFallback };
+  const id = epoch + Number(raw.slice(0, a));
+  return { id, at: Number(raw.slice(a + 1, b)), frame: { type: body.type, data: body.data, id }, fallback: body.fallback };
+}
+
+const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
+  raws.map((raw) => parseEntry(String(raw), 0).fallback).filter((f): f is DeliveryFallback => f !== undefined);
+
+export class RedisBroker implements Broker {
+  private readonly redis: Redis & BrokerCommands;
+  private readonly ttl: number;
+
+  /** `redis`: a command connection (not a subscriber); `prefix` separates deployments sharing one Redis. */
+  constructor(
+    redis: Redis,
+    private readonly bounds: BrokerBounds,
+    private readonly prefix = 'tabwire:',
+  ) {
+    redis.defineCommand('twPublish', { numberOfKeys: 3, lua: PUBLISH });
+    redis.defineCommand('twRead', { numberOfKeys: 3, lua: READ });
+    redis.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
+    redis.defineCommand('twHold', { numberOfKeys: 3, lua: HOLD });
+    redis.defineCommand('twDrop', { numberOfKeys: 3, lua: DROP });
+    redis.defineCommand('twPresence', { numberOfKeys: 1, lua: PRESENCE });
+    this.redis = redis as Redis & BrokerCommands;
+    this.ttl = bounds.idleStreamMs + bounds.presenceTtlMs;
+  }
+
+  async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
+    const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
+    const [m, ev, p] = this.keys(to);
+    const reply = await this.redis.twPublish(m, ev, p, now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`);
+    if (Number(reply[0]) === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
+    const id = Number(reply[1]) + Number(reply[2]);
+    return {
+      frame: { type: event.type, data: event.data, id },
+      unsent: fallbacksOf(reply.slice(5)),
+      dropped: { overflow: Number(reply[3]), expired: Number(reply[4]) },
+    };
+  }
+
+  async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
+    const [m, ev, p] = this.keys(to);
+    const reply = await this.redis.twRead(m, ev, p, now, this.bounds.limit, now - this.bounds.maxAgeMs);
+    if (reply.length === 0) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0 };
+    const epoch = Number(reply[0]);
+    const last = epoch + Number(reply[1]);
+    const sent = epoch + Number(reply[2]);
+    const nUnsent = Number(reply[4]);
+    const unsent = fallbacksOf(reply.slice(5, 5 + nUnsent));
+    const entries = reply.slice(5 + nUnsent).map((raw) => parseEntry(String(raw), epoch));
+    const first = entries[0]?.id;
+    const { cursor, lost } = afterId === undefined ? { cursor: sent, lost: false } : resumePoint(afterId, epoch, first, last);
+    return { frames: entries.filter((e) => e.id > cursor).map((e) => e.frame), last, epoch, lost, unsent, expired: Number(reply[3]) };
+  }
+
+  async markSent(to: TabAddress, id: number): Promise<void> {
+    await this.redis.twMarkSent(this.keys(to)[0], id);
+  }
+
+  async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
+    const [m, ev, p] = this.keys(to);
+    const reply = await this.redis.twHold(m, ev, p, now, epochAt(now), node, Math.floor(connectedUntil), now + this.bounds.presenceTtlMs, this.ttl);
+    return { created: Number(reply[0]) === 1, epoch: Number(reply[1]) };
+  }
+
+  async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
+    const lost: TabAddress[] = [];
+    // Pipelined in slices: one round trip per slice, not per tab.
+    for (let i = 0; i < tabs.length; i += 1000) {
+      const slice = tabs.slice(i, i + 1000);
+      const pipeline = this.redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
+      for (const { to, connectedUntil } of slice) {
+        const [m, ev, p] = this.keys(to);
+        void pipeline.twHold(m, ev, p, now, epochAt(now), node, Math.floor(connectedUntil), now + this.bounds.presenceTtlMs, this.ttl);
+      }
+      const results = (await pipeline.exec()) ?? [];
+      results.forEach(([err, reply], n) => {
+        if (err) throw err;
+        if (Number(reply[0]) === 1) lost.push(slice[n]!.to);
+      });
+    }
+    return lost;
+  }
+
+  async drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }> {
+    const [m, ev, p] = this.keys(to);
+    const reply = await this.redis.twDrop(m, ev, p, now, node);
+    return { holders: Number(reply[0]), unsent: fallbacksOf(reply.slice(1)) };
+  }
+
+  async presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }> {
+    const reply = await this.redis.twPresence(this.keys(to)[2], now);
+    return { held: Number(reply[0]) > 0, connected: Number(reply[1]) === 1 };
+  }
+
+  sweep(): void {
+    // Redis expires the keys by itself.
+  }
+
+  async close(): Promise<void> {
+    // The connection belongs to the caller.
+  }
+
+  private keys(to: TabAddress): [string, string, string] {
+    const base = `${this.prefix}t:{${to.session}:${to.tabId}}`;
+    return [`${base}:m`, `${base}:ev`, `${base}:p`];
+  }
+}

@@ -1,0 +1,189 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import type { Broker, BrokerBounds } from '../../src/broker/broker.js';
+import { MemoryBroker } from '../../src/broker/memory-broker.js';
+import { RedisBroker } from '../../src/broker/redis-broker.js';
+import type { DeliveryFallback } from '../../src/bus/bus.js';
+import type { TabAddress } from '../../src/hub/address.js';
+import { startRedis, type RedisServer } from '../helpers/redis-server.js';
+
+/**
+ * One contract, two brokers (docs/events.md "Event streams"): the memory broker of one node and the
+ * Redis broker of a cluster must behave alike, so hub code never depends on which one it has.
+ */
+const bounds: BrokerBounds = { limit: 3, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 };
+const T0 = 1_800_000_000_000;
+const A: TabAddress = { tabId: 'tab-00001', session: 'a'.repeat(64) };
+const B: TabAddress = { tabId: 'tab-00001', session: 'b'.repeat(64) };
+const fb = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
+const ev = (n: number) => ({ type: 'E', data: { n } });
+
+interface Backend {
+  name: string;
+  /** A broker over the same shared state as the other brokers of this backend (another node). */
+  make(): Broker;
+  /** Loses every stream, as a restarted broker does. */
+  lose(): Promise<void>;
+}
+
+let redis: RedisServer;
+const connections: Redis[] = [];
+let memory: MemoryBroker;
+
+beforeAll(async () => {
+  redis = await startRedis();
+});
+afterAll(async () => {
+  for (const c of connections) c.disconnect();
+  await redis?.stop();
+});
+
+const backends: Backend[] = [
+  {
+    name: 'memory',
+    make: () => memory,
+    lose: async () => {
+      memory = new MemoryBroker(bounds);
+    },
+  },
+  {
+    name: 'redis',
+    make: () => {
+      const connection = new Redis(redis.url, { lazyConnect: false });
+      connections.push(connection);
+      return new RedisBroker(connection, bounds, 'test:');
+    },
+    lose: async () => {
+      const c = new Redis(redis.url);
+      await c.flushall();
+      c.disconnect();
+    },
+  },
+];
+
+describe.each(backends)('broker contract: $name', (backend) => {
+  let broker: Broker;
+  beforeEach(async () => {
+    await backend.lose();
+    broker = backend.make();
+  });
+
+  it('numbers a new stream from its epoch (creation ms × 1000) and reads after the sent mark', async () => {
+    const first = await broker.publish(A, ev(1), T0);
+    expect(first.frame).toEqual({ type: 'E', data: { n: 1 }, id: T0 * 1000 + 1 });
+    await broker.publish(A, ev(2), T0 + 1);
+    let read = await broker.read(A, undefined, T0 + 2);
+    expect(read.frames.map((f) => f.id)).toEqual([T0 * 1000 + 1, T0 * 1000 + 2]);
+    expect(read).toMatchObject({ epoch: T0 * 1000, last: T0 * 1000 + 2, lost: false });
+    await broker.markSent(A, T0 * 1000 + 1);
+    read = await broker.read(A, undefined, T0 + 2);
+    expect(read.frames.map((f) => (f.data as { n: number }).n)).toEqual([2]);
+    // A client that says what it saw gets what followed, whatever the mark says.
+    read = await broker.read(A, T0 * 1000, T0 + 2);
+    expect(read.frames).toHaveLength(2);
+  });
+
+  it('streams are per address: another session holding the same tab id sees nothing', async () => {
+    await broker.publish(A, ev(1), T0);
+    const read = await broker.read(B, undefined, T0);
+    expect(read.frames).toEqual([]);
+    expect(read.epoch).toBe(0);
+  });
+
+  it('keeps the newest `limit` events, counts the unsent ones pushed out, and tells a client resuming before them', async () => {
+    let overflow = 0;
+    for (let n = 1; n <= 5; n++) overflow += (await broker.publish(A, ev(n), T0)).dropped.overflow;
+    expect(overflow).toBe(2);
+    const read = await broker.read(A, T0 * 1000 + 1, T0);
+    expect(read.frames.map((f) => (f.data as { n: number }).n)).toEqual([3, 4, 5]);
+    expect(read.lost).toBe(true);
+    expect((await broker.read(A, T0 * 1000 + 2, T0)).lost).toBe(false);
+  });
+
+  it('drops events past the age bound and tells a client that resumes before them', async () => {
+    await broker.publish(A, ev(1), T0);
+    await broker.publish(A, ev(2), T0 + 30_000);
+    const read = await broker.read(A, T0 * 1000, T0 + 60_001);
+    expect(read.frames.map((f) => (f.data as { n: number }).n)).toEqual([2]);
+    expect(read.lost).toBe(true);
+    expect(read.expired).toBe(1);
+    // The newest id was seen: nothing was lost even though the stream is empty now.
+    const later = await broker.read(A, T0 * 1000 + 2, T0 + 80_000);
+    expect(later).toMatchObject({ frames: [], lost: false });
+  });
+
+  it('an event with a fallback is appended only while some node has the tab connected', async () => {
+    expect((await broker.publish(A, ev(1), T0, fb(1))).frame).toBeUndefined();
+    await broker.hold(A, 'node-1', T0 + 10_000, T0);
+    expect((await broker.publish(A, ev(2), T0 + 1, fb(2))).frame?.data).toEqual({ n: 2 });
+    // Connected until T0 + 10 s only (a long-poll's gap): later the fallback is the caller's to store.
+    expect((await broker.publish(A, ev(3), T0 + 10_001, fb(3))).frame).toBeUndefined();
+  });
+
+  it('fallbacks pushed out unsent come back to be stored; events already sent do not', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    const first = await broker.publish(A, ev(1), T0, fb(1));
+    await broker.markSent(A, first.frame!.id);
+    const unsent: DeliveryFallback[] = [];
+    for (let n = 2; n <= 6; n++) unsent.push(...(await broker.publish(A, ev(n), T0, fb(n))).unsent);
+    expect(unsent.map((f) => f.content)).toEqual(['<m n="2"/>', '<m n="3"/>']);
+  });
+
+  it('the last node to drop a tab gets its unsent fallbacks; while another holds it, nothing is handed back', async () => {
+    const other = backend.make();
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    await other.hold(A, 'node-2', T0 + 1e9, T0);
+    await broker.publish(A, ev(1), T0, fb(1));
+    await broker.publish(A, ev(2), T0); // no fallback: waits for the session's return
+    expect(await broker.drop(A, 'node-1', T0)).toEqual({ holders: 1, unsent: [] });
+    expect(await broker.presence(A, T0)).toEqual({ held: true, connected: true });
+    const last = await other.drop(A, 'node-2', T0);
+    expect(last.holders).toBe(0);
+    expect(last.unsent.map((f) => f.content)).toEqual(['<m n="1"/>']);
+    expect(await broker.presence(A, T0)).toEqual({ held: false, connected: false });
+    expect((await broker.read(A, undefined, T0)).frames.map((f) => (f.data as { n: number }).n)).toEqual([2]);
+  });
+
+  it("a node's presence lapses unless refreshed (a node that died lets go by itself)", async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    expect((await broker.presence(A, T0 + 29_999)).held).toBe(true);
+    expect(await broker.presence(A, T0 + 30_000)).toEqual({ held: false, connected: false });
+    expect(await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 20_000)).toEqual([]);
+    expect((await broker.presence(A, T0 + 45_000)).held).toBe(true);
+  });
+
+  it('a lost stream is made again with a higher epoch: a client resuming from the old one is told, a refresh reports it', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    const old = (await broker.publish(A, ev(1), T0)).frame!;
+    await backend.lose();
+    broker = backend.make();
+    expect(await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 5)).toEqual([A]);
+    const next = (await broker.publish(A, ev(2), T0 + 6)).frame!;
+    expect(next.id).toBeGreaterThan(old.id);
+    const read = await broker.read(A, old.id, T0 + 7);
+    expect(read.lost).toBe(true);
+    expect(read.frames.map((f) => f.id)).toEqual([next.id]);
+    expect((await broker.hold(A, 'node-1', T0 + 1e9, T0 + 8)).created).toBe(false);
+  });
+
+  it('a stream nobody holds is kept for its session for the idle time, then goes', async () => {
+    await broker.publish(A, ev(1), T0);
+    expect((await broker.read(A, undefined, T0 + 59_000)).frames).toHaveLength(1);
+    broker.sweep(T0 + 200_000);
+    if (backend.name === 'memory') expect((await broker.read(A, undefined, T0 + 200_000)).epoch).toBe(0);
+  });
+});
+
+describe('redis broker across nodes', () => {
+  it('two nodes publishing to one tab at once get distinct, gap-free ids', async () => {
+    const c1 = new Redis(redis.url);
+    const c2 = new Redis(redis.url);
+    connections.push(c1, c2);
+    const n1 = new RedisBroker(c1, bounds, 'race:');
+    const n2 = new RedisBroker(c2, { ...bounds, limit: 1000 }, 'race:');
+    const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? n1 : n2).publish(A, ev(i), T0)));
+    const ids = outcomes.map((o) => o.frame!.id).sort((x, y) => x - y);
+    expect(new Set(ids).size).toBe(200);
+    expect(ids.at(-1)! - ids[0]!).toBe(199);
+  });
+});
