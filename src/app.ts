@@ -147,7 +147,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     handlers: services.handlers,
     messaging: services.messaging,
     hub,
-    tabs: store.tabs,
+    registry: services.registry,
     parseXml: parseXmlPayload,
     guard,
   });

@@ -202,6 +202,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     modulePixels: config.qrModulePixels,
     allowCookielessQrRequests: config.allowCookielessQrRequests,
     awaitTab: (tabId) => registry.awaitRegistration(tabId),
+    ownTab: (tabId, session, o) => registry.requireOwner(tabId, session, o),
     issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
   });
   const apply: ApplyOptions = {

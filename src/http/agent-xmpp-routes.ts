@@ -5,7 +5,7 @@ import type { Messaging } from '../agent/messaging.js';
 import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
 import { TAB_ID_PATTERN } from '../protocol/frames.js';
-import type { TabStore } from '../store/stores.js';
+import type { TabRegistry } from '../hub/registry.js';
 import { anyText, humanText, multilineText, xmlText } from './schema-text.js';
 import { hashSession, sessionIdOf } from './session.js';
 
@@ -13,7 +13,7 @@ export interface AgentXmppRoutesOptions {
   handlers: EventHandlers;
   messaging: Messaging;
   hub: Hub;
-  tabs: TabStore;
+  registry: TabRegistry;
   /** Parses and re-serializes an XML payload (xmpp/xml-payload.ts); never concatenated into a stanza. */
   parseXml: (text: string) => { ok: true; xml: string } | { ok: false; error: string };
   guard: (request: any, reply: any) => Promise<void>;
@@ -45,13 +45,9 @@ export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOp
       // Only the page that owns the tab may give it handlers: it must send the tab's session cookie too.
       // The handler belongs to that session's tab: a session that takes the tab id later inherits none.
       const sessionId = sessionIdOf(request);
-      const owner = await o.tabs.sessionOf(body.tabId);
-      if (owner === undefined) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
-      if (sessionId === undefined || hashSession(sessionId) !== owner) {
-        throw new TabwireError('tab_session_mismatch', 'Send the tab\'s session cookie with the request (credentials: "include")');
-      }
-      const address = { tabId: body.tabId, session: owner };
-      if (!o.hub.holds(address)) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
+      // Without the cookie no session can match (a session hash is never empty): the tab's owner is told to send it.
+      const address = await o.registry.requireOwner(body.tabId, sessionId === undefined ? '' : hashSession(sessionId), { bindIfFree: false });
+      if (!(await o.hub.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
       const selector = { localName: body.localName || null, namespace: body.namespace || null, type: body.type || null };
       const outcome = o.handlers.register(request.agent!.accountId, address, selector, body.function ?? '');
       if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock.js';
+import { TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
 import type { TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
@@ -19,6 +20,8 @@ export interface TabRegistryOptions {
 
 /** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
 const MAX_WAITERS = 10_000;
+/** How often a wait for a Register looks for the binding another node may have stored. */
+const BINDING_POLL_MS = 200;
 
 /** The origin of a page location, or null when it is not an http(s) URL. */
 export function originOfLocation(location: string): string | null {
@@ -72,7 +75,29 @@ export class TabRegistry {
     await this.o.tabs.remove(address.tabId, address.session);
   }
 
-  /** Resolves once the tab registers, or after `registrationWaitMs` (never rejects). */
+  /**
+   * The one rule of who may act for a tab (docs/events.md "Results belong to the session that asked"):
+   * the caller's session must be the one the tab is bound to. Resolves with the address everything
+   * for the tab then goes to. With `bindIfFree` (a QR request that comes before its tab's Register) an
+   * unbound tab is bound to the caller first; otherwise an unbound tab is `tab_not_registered`.
+   */
+  async requireOwner(tabId: string, session: string, o: { bindIfFree: false } | { bindIfFree: true; origin: string | null }): Promise<TabAddress> {
+    const owner = await this.o.tabs.sessionOf(tabId);
+    if (owner === undefined) {
+      if (!o.bindIfFree) throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not registered`);
+      // Only a Register of this session can ever receive what is addressed to the tab from now on.
+      const bound = await this.o.tabs.bind(tabId, session, this.o.clock.now(), o.origin);
+      if (bound === 'conflict') throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
+      return { tabId, session };
+    }
+    if (owner !== session) throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
+    return { tabId, session };
+  }
+
+  /**
+   * Resolves once the tab registers, or after `registrationWaitMs` (never rejects). In a cluster the
+   * Register may reach another node: the stored binding is looked at too, every `BINDING_POLL_MS`.
+   */
   awaitRegistration(tabId: string): Promise<void> {
     if (this.waiting >= MAX_WAITERS) return Promise.resolve();
     return new Promise<void>((resolve) => {
@@ -87,6 +112,14 @@ export class TabRegistry {
       };
       const timer = setTimeout(done, this.o.registrationWaitMs);
       set.add(done);
+      const look = (): void => {
+        if (!set.has(done)) return;
+        this.o.tabs.sessionOf(tabId).then(
+          (owner) => (owner === undefined ? setTimeout(look, BINDING_POLL_MS).unref() : done()),
+          () => undefined,
+        );
+      };
+      setTimeout(look, BINDING_POLL_MS).unref();
     });
   }
 

@@ -1,3 +1,4 @@
+import type { TabRegistry } from '../hub/registry.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
@@ -89,6 +90,8 @@ export interface QuickLoginOptions {
   backend: BackendMode;
   /** Resolves when the tab registers, or after a bounded wait (cookie-less QR requests that beat their tab's Register). */
   awaitTab: (tabId: string) => Promise<void>;
+  /** The tab-ownership rule (TabRegistry.requireOwner). */
+  ownTab: TabRegistry['requireOwner'];
   /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */
   issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
 }
@@ -140,22 +143,15 @@ export class QuickLogin {
    * there (docs/events.md "Results belong to the session that asked", "QR requests and the tab").
    */
   private async tabSession(tab: string, caller: Caller): Promise<string> {
-    let binding = await this.o.store.tabs.bindingOf(tab);
     if (caller.sessionHash !== null) {
-      if (binding === undefined) {
-        // The QR request came before the tab's Register (first visit, a slow handshake): the tab is
-        // bound to this session now, so only a Register of this session can ever receive the result.
-        const bound = await this.o.store.tabs.bind(tab, caller.sessionHash, this.o.clock.now(), caller.origin);
-        if (bound === 'conflict') throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
-        return caller.sessionHash;
-      }
-      if (binding.session !== caller.sessionHash) throw new TabwireError('tab_session_mismatch', `Tab "${tab}" belongs to another session`);
-      return binding.session;
+      // A QR request may come before the tab's Register (first visit, a slow handshake): it binds the tab.
+      return (await this.o.ownTab(tab, caller.sessionHash, { bindIfFree: true, origin: caller.origin })).session;
     }
     if (!this.o.allowCookielessQrRequests || caller.origin === null) {
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
     }
     // Compatibility switch (docs/events.md): the request may come before the tab's Register; wait for it, bounded.
+    let binding = await this.o.store.tabs.bindingOf(tab);
     if (binding === undefined) {
       await this.o.awaitTab(tab);
       binding = await this.o.store.tabs.bindingOf(tab);
