@@ -1,0 +1,89 @@
+import type { Logger } from 'pino';
+import type { DeliveryFallback } from '../bus/bus.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import type { TabAddress } from '../hub/address.js';
+import { refreshTabBindings, tabBindingRefreshMs } from '../hub/binding-refresh.js';
+import { Hub } from '../hub/hub.js';
+import { TabRegistry } from '../hub/registry.js';
+import type { Metrics } from '../metrics.js';
+import { EventTypes } from '../protocol/events.js';
+import { intervals, type Lifecycle } from './area.js';
+import type { SharedState } from './shared.js';
+
+const HUB_SWEEP_MS = 5_000;
+/** The reference client polls again at once after an answer, or 5 s after an error. */
+const LONG_POLL_GAP_MS = 10_000;
+/** A cookie-less QR request that beats its tab's Register waits this long for it (the reference script asks after 500 ms). */
+const TAB_REGISTRATION_WAIT_MS = 3_000;
+
+/** What other areas do when a tab's events cannot reach it, or a tab is let go (set once they exist). */
+export interface TabHooks {
+  /** An XMPP event its tab could not take: stored for PopMessages. */
+  storeUndelivered(fallback: DeliveryFallback): Promise<void>;
+  /** The tab's XMPP handlers go with it. */
+  forgetHandlers(address: TabAddress): void;
+}
+
+export interface EventsArea extends Lifecycle {
+  hub: Hub;
+  registry: TabRegistry;
+  /** First step of shutdown: closes every tab connection now. Idempotent. */
+  closeConnections(): void;
+}
+
+/** The client event channel's domain: this node's live tabs (hub) and tab registration (docs/events.md). */
+export function createEventsArea(o: { config: Config; shared: SharedState; clock: Clock; metrics: Metrics; log: Logger; instanceId: string; nodeId: string; hooks: TabHooks }): EventsArea {
+  const { config, shared, clock, log, hooks } = o;
+  const { store, bus, broker } = shared;
+  const hub: Hub = new Hub({
+    bus,
+    broker,
+    node: o.nodeId,
+    clock,
+    log: log.child({ module: 'hub' }),
+    tabIdleMs: config.tabIdleSeconds * 1000,
+    longPollGapMs: LONG_POLL_GAP_MS,
+    presenceTtlMs: shared.presenceTtlMs,
+    maxTabsPerSession: config.tabsPerSession,
+    // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
+    greeting: () => ({ type: EventTypes.CheckServerInstance, data: o.instanceId }),
+    counters: o.metrics.hubCounters,
+    onFallback: (fallback) => {
+      hooks.storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed'));
+    },
+    // On release the registry removes the binding itself (awaited before the connection's next frame).
+    onRelease: (address) => hooks.forgetHandlers(address),
+    // No node holds the tab any more: its handlers go, and its binding if it is still this session's.
+    onForget: (address) => {
+      hooks.forgetHandlers(address);
+      store.tabs.remove(address.tabId, address.session).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed'));
+    },
+    onStreamLost: (address) => registry.streamLost(address),
+  });
+  o.metrics.watchHub(() => hub.snapshot());
+  const registry = new TabRegistry({
+    tabs: store.tabs,
+    codes: store.codes,
+    hub,
+    clock,
+    resultReplayMs: config.outboxMaxAgeSeconds * 1000,
+    registrationWaitMs: TAB_REGISTRATION_WAIT_MS,
+  });
+  const timers = intervals(
+    [() => hub.sweep(), HUB_SWEEP_MS],
+    [() => refreshTabBindings(hub, store.tabs, clock).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed')), tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000)],
+    // A shared broker forgets a node's presence unless it is refreshed (a node that died lets go this way).
+    ...(shared.clustered ? [[() => hub.refresh().catch((err: unknown) => log.warn({ err }, 'presence refresh failed')), shared.presenceTtlMs / 3] as [() => void, number]] : []),
+  );
+  return {
+    hub,
+    registry,
+    closeConnections: () => hub.close(),
+    start: () => timers.start(),
+    async stop() {
+      await timers.stop();
+      await hub.stop();
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import type { Logger } from 'pino';
+import type { Accounts } from '../agent/accounts.js';
+import { systemResolver, type Resolver } from '../callbacks/address-policy.js';
+import { backendMode } from '../callbacks/backend-mode.js';
+import { CallbackDeliverer } from '../callbacks/deliverer.js';
+import { BackendRegistrations } from '../callbacks/registrations.js';
+import type { Clock } from '../clock.js';
+import type { Config } from '../config/schema.js';
+import type { Hub } from '../hub/hub.js';
+import type { TabRegistry } from '../hub/registry.js';
+import type { Metrics } from '../metrics.js';
+import { QuickLogin } from '../quicklogin/quicklogin.js';
+import type { ServerSigner } from '../quicklogin/server-signer.js';
+import type { Store } from '../store/stores.js';
+import type { Lifecycle } from './area.js';
+
+export interface QuickLoginArea extends Lifecycle {
+  quickLogin: QuickLogin;
+  registrations: BackendRegistrations;
+  deliverer: CallbackDeliverer;
+}
+
+/** QR codes, signatures and results, and backend mode's callbacks (docs/signing.md, docs/backend.md). */
+export function createQuickLoginArea(o: {
+  config: Config;
+  store: Store;
+  hub: Hub;
+  registry: TabRegistry;
+  signer: ServerSigner;
+  accounts: Accounts;
+  clock: Clock;
+  metrics: Metrics;
+  log: Logger;
+  /** DNS for callback hosts; tests give one that answers without the network. */
+  resolve?: Resolver;
+}): QuickLoginArea {
+  const { config, store, hub, registry, clock, log } = o;
+  const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
+  const resolve = o.resolve ?? systemResolver;
+  const registrations = new BackendRegistrations({ store: store.services, clock, validityMs: config.serviceValiditySeconds * 1000, policy, resolve });
+  const deliverer = new CallbackDeliverer({
+    callbacks: store.callbacks,
+    delivery: hub,
+    clock,
+    log: log.child({ module: 'callbacks' }),
+    metrics: o.metrics,
+    privateKey: o.signer.privateKey,
+    policy,
+    resolve,
+    ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
+    retryBaseMs: config.callbackRetryBaseMs,
+    retryCapMs: config.callbackRetryCapMs,
+    connectTimeoutMs: config.callbackConnectTimeoutMs,
+    totalTimeoutMs: config.callbackTimeoutMs,
+    pollMs: config.callbackPollMs,
+  });
+  const quickLogin = new QuickLogin({
+    backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
+    store,
+    delivery: hub,
+    clock,
+    signer: o.signer,
+    log: log.child({ module: 'quicklogin' }),
+    publicBaseUrl: config.publicBaseUrl,
+    codeValidityMs: config.codeValiditySeconds * 1000,
+    modulePixels: config.qrModulePixels,
+    allowCookielessQrRequests: config.allowCookielessQrRequests,
+    awaitTab: (tabId) => registry.awaitRegistration(tabId),
+    ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
+    issueAgentToken: (accountId, seconds) => o.accounts.tokenFor(accountId, seconds),
+  });
+  return {
+    quickLogin,
+    registrations,
+    deliverer,
+    // Resumes pending callbacks left by a previous run or another node (durable, leased outbox).
+    start: () => deliverer.start(),
+    stop: () => deliverer.stop(),
+  };
+}
