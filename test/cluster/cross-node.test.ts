@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import { privateKeyFromPem } from '../../src/identity/keys.js';
+import type { QuickLoginResult } from '../../src/protocol/events.js';
+import { post, registered } from '../helpers/http.js';
+import { startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { makeIdentity, startService, type TestService } from '../helpers/service.js';
+import { TestTab } from '../helpers/tab.js';
+
+/**
+ * Three nodes on one store and one Redis, in this process: a tab's WebSocket on one node, its QR
+ * request on another, the signature on a third (docs/deployment.md). No load balancer: the test
+ * picks the node of each request itself, as a round-robin balancer without stickiness would.
+ */
+let redis: RedisServer;
+let nodes: TestService[];
+let dir: string;
+
+beforeAll(async () => {
+  redis = await startRedis();
+  dir = mkdtempSync(join(tmpdir(), 'tabwire-cluster-'));
+  const sqliteFile = join(dir, 'shared.sqlite');
+  nodes = [];
+  for (let i = 0; i < 3; i++) nodes.push(await startService({ redisUrl: redis.url, instanceId: 'generation-1' }, { sqliteFile }));
+});
+afterAll(async () => {
+  for (const node of nodes ?? []) await node.close();
+  await redis?.stop();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+/** The same path on another node. */
+const on = (node: TestService, url: string): string => node.baseUrl + new URL(url).pathname;
+
+describe('three nodes, no sticky sessions', () => {
+  it('tab on node 1, QR request on node 2, signature on node 3: SignatureReceived reaches the tab once', async () => {
+    const [one, two, three] = nodes as [TestService, TestService, TestService];
+    const ada = await makeIdentity(one, { FIRST: 'Ada' });
+    const tab = await TestTab.open(one.wsUrl);
+    await registered(one, tab.tabId);
+    const qr = await post(two, '/QuickLogin', { mode: 'text', purpose: 'Across nodes', serviceId: '', tab: tab.tabId }, { cookie: tab.cookie });
+    expect(qr.status).toBe(200);
+    const signUrl = on(three, qr.body.signUrl);
+    const info = await fetchSignInfo(signUrl);
+    expect((await postDecision(signUrl, info, ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'approve')).state).toBe('approved');
+    const event = await tab.next('SignatureReceived');
+    expect((event.data as QuickLoginResult).Id).toBe(ada.identity.id);
+    // A marker sent after it from node 2 arrives next: nothing (no second copy) came in between.
+    await two.app.tabwire.hub.deliver({ tabId: tab.tabId, session: (await one.store.tabs.sessionOf(tab.tabId))! }, { type: 'Marker', data: null });
+    await tab.next('Marker');
+    expect(tab.events.map((e) => e.type)).toEqual(['SignatureReceived', 'Marker']);
+    tab.close();
+  });
+
+  it('a node that has the tab nowhere sees it held and connected through the broker', async () => {
+    const [one, , three] = nodes as [TestService, TestService, TestService];
+    const tab = await TestTab.open(one.wsUrl);
+    await registered(one, tab.tabId);
+    const address = { tabId: tab.tabId, session: (await one.store.tabs.sessionOf(tab.tabId))! };
+    expect(three.app.tabwire.hub.state(address)).toBeUndefined();
+    expect(await three.app.tabwire.hub.isConnected(address)).toBe(true);
+    tab.close();
+  });
+});
