@@ -7,7 +7,7 @@ export function createMetrics() {
   const delivered = new Counter({ name: 'tabwire_events_delivered_total', help: 'Events appended to tab streams', registers: [registry] });
   const dropped = new Counter({
     name: 'tabwire_events_dropped_total',
-    help: 'Events that left a tab stream without ever being sent and had no fallback, by reason (overflow, expired)',
+    help: 'Events that left a tab stream without ever being sent and had no fallback, by reason (overflow, expired, unreachable: the broker could not be reached for the whole age bound)',
     labelNames: ['reason'] as const,
     registers: [registry],
   });

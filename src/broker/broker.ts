@@ -45,8 +45,11 @@ export interface Broker {
   drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }>;
   /** Whether any node holds the tab (`connected`: and has it connected now). */
   presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }>;
-  /** Removes what has passed its bounds where nothing expires by itself (the memory broker; Redis keys expire). */
-  sweep(now: number): void;
+  /**
+   * Removes what has passed its bounds where nothing expires by itself (the memory broker; Redis keys
+   * expire, and Redis streams are trimmed when written or read). Returns what left unsent, as `read` does.
+   */
+  sweep(now: number): { unsent: DeliveryFallback[]; expired: number };
   close(): Promise<void>;
 }
 

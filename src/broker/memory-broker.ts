@@ -10,6 +10,7 @@ interface Entry {
 }
 
 interface Holder {
+  node: string;
   connectedUntil: number;
   heldUntil: number;
 }
@@ -19,7 +20,8 @@ interface Stream {
   last: number;
   sent: number;
   entries: Entry[];
-  holders: Map<string, Holder>;
+  /** An array, not a Map: one holder is the rule (one node), and a Map costs far more per idle tab. */
+  holders: Holder[];
   /** Last publish, hold or refresh: a stream nobody holds is kept `idleStreamMs` after it. */
   touched: number;
 }
@@ -67,7 +69,12 @@ export class MemoryBroker implements Broker {
     const existing = this.live(key, now);
     const stream = existing ?? this.create(key, now);
     stream.touched = now;
-    stream.holders.set(node, { connectedUntil, heldUntil: now + this.bounds.presenceTtlMs });
+    const heldUntil = now + this.bounds.presenceTtlMs;
+    const holder = stream.holders.find((h) => h.node === node);
+    if (holder) {
+      holder.connectedUntil = connectedUntil;
+      holder.heldUntil = heldUntil;
+    } else stream.holders.push({ node, connectedUntil, heldUntil });
     return { created: existing === undefined, epoch: stream.epoch };
   }
 
@@ -80,7 +87,7 @@ export class MemoryBroker implements Broker {
   async drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }> {
     const stream = this.live(addressKey(to), now);
     if (!stream) return { holders: 0, unsent: [] };
-    stream.holders.delete(node);
+    stream.holders = stream.holders.filter((h) => h.node !== node);
     const holders = liveHolders(stream, now);
     if (holders > 0) return { holders, unsent: [] };
     // Nobody holds the tab: a stored message is better than one waiting for a tab that may not come back.
@@ -98,9 +105,18 @@ export class MemoryBroker implements Broker {
     return { held: stream !== undefined && liveHolders(stream, now) > 0, connected: stream !== undefined && connected(stream, now) };
   }
 
-  /** Removes streams past their idle time (the Redis broker's key expiry does this by itself). */
-  sweep(now: number): void {
-    for (const key of this.streams.keys()) this.live(key, now);
+  /** Removes streams past their idle time and events past the age bound (the Redis broker's keys expire by themselves). */
+  sweep(now: number): { unsent: DeliveryFallback[]; expired: number } {
+    const unsent: DeliveryFallback[] = [];
+    let expired = 0;
+    for (const key of this.streams.keys()) {
+      const stream = this.live(key, now);
+      if (!stream || stream.entries.length === 0) continue;
+      const gone = this.settle(stream, this.expire(stream, now));
+      unsent.push(...gone.unsent);
+      expired += gone.dropped;
+    }
+    return { unsent, expired };
   }
 
   /** Streams kept (diagnostics and tests). */
@@ -116,8 +132,8 @@ export class MemoryBroker implements Broker {
   private live(key: string, now: number): Stream | undefined {
     const stream = this.streams.get(key);
     if (!stream) return undefined;
-    for (const [node, holder] of stream.holders) if (holder.heldUntil <= now) stream.holders.delete(node);
-    if (stream.holders.size === 0 && now - stream.touched >= this.bounds.idleStreamMs) {
+    if (stream.holders.some((h) => h.heldUntil <= now)) stream.holders = stream.holders.filter((h) => h.heldUntil > now);
+    if (stream.holders.length === 0 && now - stream.touched >= this.bounds.idleStreamMs) {
       this.streams.delete(key);
       return undefined;
     }
@@ -126,7 +142,7 @@ export class MemoryBroker implements Broker {
 
   private create(key: string, now: number): Stream {
     const epoch = epochAt(now);
-    const stream: Stream = { epoch, last: epoch, sent: epoch, entries: [], holders: new Map(), touched: now };
+    const stream: Stream = { epoch, last: epoch, sent: epoch, entries: [], holders: [], touched: now };
     this.streams.set(key, stream);
     return stream;
   }
@@ -153,11 +169,11 @@ export class MemoryBroker implements Broker {
 
 function liveHolders(stream: Stream, now: number): number {
   let n = 0;
-  for (const holder of stream.holders.values()) if (holder.heldUntil > now) n++;
+  for (const holder of stream.holders) if (holder.heldUntil > now) n++;
   return n;
 }
 
 function connected(stream: Stream, now: number): boolean {
-  for (const holder of stream.holders.values()) if (holder.heldUntil > now && holder.connectedUntil > now) return true;
+  for (const holder of stream.holders) if (holder.heldUntil > now && holder.connectedUntil > now) return true;
   return false;
 }

@@ -240,8 +240,9 @@ export class RedisBroker implements Broker {
     return { held: Number(reply[0]) > 0, connected: Number(reply[1]) === 1 };
   }
 
-  sweep(): void {
-    // Redis expires the keys by itself.
+  sweep(): { unsent: DeliveryFallback[]; expired: number } {
+    // Redis expires the keys by itself; streams are trimmed whenever they are written or read.
+    return { unsent: [], expired: 0 };
   }
 
   async close(): Promise<void> {

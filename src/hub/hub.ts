@@ -6,6 +6,7 @@ import { closeCodes } from '../errors.js';
 import { EventTypes } from '../protocol/events.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { addressKey, type TabAddress } from './address.js';
+import { PublishRetry } from './publish-retry.js';
 import type { TabConnection } from './connection.js';
 import type { Delivery } from './delivery.js';
 
@@ -18,17 +19,20 @@ interface LocalTab {
    */
   connections: Map<TabConnection, number | undefined>;
   /** The last event id written to each client that has one (TabConnection.client): a long-poll's kept-alive socket. */
-  cursors: WeakMap<object, number>;
+  cursors: WeakMap<object, number> | undefined;
   /** Transport of the latest connection: a long-poll tab between two polls is still live. */
   transport: TabConnection['transport'] | undefined;
   /** Last sign of life: attach, ping, poll, detach. */
   lastSeen: number;
-  /** Work on the tab's connections runs in this order (attach flushes, events), so each gets its events in id order. */
-  chain: Promise<void>;
+  /**
+   * Work on the tab's connections runs in this order (attach flushes, events), so each gets its events
+   * in id order. Undefined while nothing is running (most tabs, most of the time: no promise kept per idle tab).
+   */
+  chain: Promise<void> | undefined;
 }
 
 /** Why an event left a stream unsent and without a fallback (metrics label). */
-export type DropReason = 'overflow' | 'expired';
+export type DropReason = 'overflow' | 'expired' | 'unreachable';
 
 /** Running totals the hub reports as they happen (Prometheus counters, metrics.ts). */
 export interface HubCounters {
@@ -49,6 +53,8 @@ export interface HubOptions {
   tabIdleMs: number;
   /** A long-poll tab counts as connected for this long after its last poll was answered. */
   longPollGapMs: number;
+  /** The streams' age bound: an event the broker refused is offered again for this long. */
+  outboxMaxAgeMs: number;
   /** How long the broker keeps this node's presence without a refresh (`refresh` runs well within it). */
   presenceTtlMs: number;
   /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
@@ -78,6 +84,9 @@ export interface HubSnapshot {
 /** `created`: the tab is new to the service (first Register, or its stream was lost); `attached`: it was known. */
 export type AttachOutcome = 'created' | 'attached' | 'too_many_tabs';
 
+/** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
+const MAX_HELD_EVENTS = 10_000;
+
 /** Live connections one tab of a session may have at once on a node; one more closes the oldest ('replaced'). */
 export const MAX_CONNECTIONS_PER_TAB = 8;
 
@@ -95,8 +104,18 @@ export class Hub implements Delivery {
   private readonly unsubscribe: () => void;
   private closed = false;
 
+  /** Events the broker refused (unreachable), offered again by `sweep` (publish-retry.ts). */
+  private readonly retry: PublishRetry;
+
   constructor(private readonly o: HubOptions) {
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
+    this.retry = new PublishRetry({
+      publish: (to, event) => this.deliver(to, event, undefined, true),
+      now: () => o.clock.now(),
+      maxAgeMs: o.outboxMaxAgeMs,
+      limit: MAX_HELD_EVENTS,
+      onGivenUp: (n) => o.counters?.dropped('unreachable', n),
+    });
   }
 
   /**
@@ -105,15 +124,20 @@ export class Hub implements Delivery {
    * an event that cannot be written to a live connection (none now, overflow, age, the broker
    * unreachable) is handed to `onFallback` instead of being lost.
    */
-  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback): Promise<void> {
-    const now = this.o.clock.now();
+  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback): Promise<void>;
+  /** `retrying`: the retry queue offers a held event again; a refusal is thrown back to it. */
+  async deliver(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined, retrying: true): Promise<void>;
+  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, retrying = false): Promise<void> {
+    if (!fallback && !retrying && this.retry.holds(to)) return this.retry.add(to, event);
     let outcome;
     try {
-      outcome = await this.o.broker.publish(to, event, now, fallback);
+      outcome = await this.o.broker.publish(to, event, this.o.clock.now(), fallback);
     } catch (err) {
-      if (!fallback) throw err;
-      this.o.log.warn({ err }, 'the broker did not take an event; it is stored instead');
-      return this.fallBack([fallback]);
+      if (retrying) throw err;
+      this.o.log.warn({ err }, 'the broker did not take an event');
+      // An XMPP message is stored instead; any other event is offered again, in order, within the age bound.
+      if (fallback) return this.fallBack([fallback]);
+      return this.retry.add(to, event);
     }
     this.fallBack(outcome.unsent);
     if (outcome.dropped.overflow > 0) this.o.counters?.dropped('overflow', outcome.dropped.overflow);
@@ -152,7 +176,7 @@ export class Hub implements Delivery {
     const { created } = await this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now);
     if (open) {
       // A client the tab has written to before resumes after what it got, even events another page took.
-      const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors.get(connection.client));
+      const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
       await this.serially(local, () => this.catchUp(local, connection, cursor));
     }
     if (this.o.greeting && (created || connection.transport === 'websocket')) await this.deliver(address, this.o.greeting());
@@ -215,7 +239,10 @@ export class Hub implements Delivery {
   /** Forgets idle tabs here. Called on a timer and by tests with a moved clock. */
   sweep(): void {
     const now = this.o.clock.now();
-    this.o.broker.sweep(now);
+    const aged = this.o.broker.sweep(now);
+    this.fallBack(aged.unsent);
+    if (aged.expired > 0) this.o.counters?.dropped('expired', aged.expired);
+    if (this.retry.pending > 0) void this.retry.retry();
     for (const tab of [...this.tabs.values()]) {
       if (this.hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
       this.remove(tab);
@@ -267,7 +294,7 @@ export class Hub implements Delivery {
   }
 
   private create(address: TabAddress, now: number): LocalTab {
-    const tab: LocalTab = { address, connections: new Map(), cursors: new WeakMap(), transport: undefined, lastSeen: now, chain: Promise.resolve() };
+    const tab: LocalTab = { address, connections: new Map(), cursors: undefined, transport: undefined, lastSeen: now, chain: undefined };
     this.tabs.set(addressKey(address), tab);
     this.perSession.set(address.session, (this.perSession.get(address.session) ?? 0) + 1);
     return tab;
@@ -307,7 +334,12 @@ export class Hub implements Delivery {
 
   /** Runs `work` after the tab's earlier work; a failure is logged, never passed on to later work. */
   private serially(tab: LocalTab, work: () => Promise<void>): Promise<void> {
-    const next = tab.chain.then(work).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'));
+    const next: Promise<void> = (tab.chain ?? Promise.resolve())
+      .then(work)
+      .catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'))
+      .finally(() => {
+        if (tab.chain === next) tab.chain = undefined;
+      });
     tab.chain = next;
     return next;
   }
@@ -387,7 +419,7 @@ export class Hub implements Delivery {
     const ids = frames.filter((f) => typeof f.id === 'number').map((f) => f.id);
     const last = Math.max(through ?? 0, ...ids);
     if (tab.connections.has(connection)) tab.connections.set(connection, last);
-    if (connection.client !== undefined && ids.length > 0) tab.cursors.set(connection.client, Math.max(...ids));
+    if (connection.client !== undefined && ids.length > 0) (tab.cursors ??= new WeakMap()).set(connection.client, Math.max(...ids));
     this.prune(tab);
     return true;
   }

@@ -45,6 +45,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     tabIdleMs: config.tabIdleSeconds * 1000,
     longPollGapMs: LONG_POLL_GAP_MS,
     presenceTtlMs: shared.presenceTtlMs,
+    outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
     maxTabsPerSession: config.tabsPerSession,
     // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
     greeting: () => ({ type: EventTypes.CheckServerInstance, data: o.instanceId }),

@@ -7,6 +7,7 @@ import type { TabAddress } from '../../src/hub/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
 import { Hub, MAX_CONNECTIONS_PER_TAB, type DropReason } from '../../src/hub/hub.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
+import { until } from '../helpers/until.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 
 class FakeConnection implements TabConnection {
@@ -45,6 +46,7 @@ function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLim
     broker,
     node: 'node-1',
     presenceTtlMs: 1e12,
+    outboxMaxAgeMs: 60_000,
     clock,
     log: pino({ level: 'silent' }),
     tabIdleMs: 60_000,
@@ -341,7 +343,7 @@ describe('Hub: two nodes on one broker (a cluster)', () => {
     const bus = new MemoryBus();
     const forgotten: TabAddress[] = [];
     const node = (name: string) =>
-      new Hub({ bus, broker, node: name, presenceTtlMs: 30_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, onForget: (a) => forgotten.push(a) });
+      new Hub({ bus, broker, node: name, presenceTtlMs: 30_000, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, onForget: (a) => forgotten.push(a) });
     return { clock, broker, one: node('node-1'), two: node('node-2'), forgotten };
   }
 
@@ -400,6 +402,40 @@ describe('Hub: two nodes on one broker (a cluster)', () => {
     expect(back.frames.map((f) => f.type)).toEqual(['EventsLost', 'E']);
     expect(back.frames[1]!.data).toBe(3);
     expect(back.frames[0]!.data).toMatchObject({ after: seen });
+  });
+});
+
+describe('Hub: a broker that cannot be reached', () => {
+  it('holds refused events and writes them, in order and before newer ones, once the broker is back', async () => {
+    const clock = new ManualClock();
+    const memory = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
+    let down = false;
+    const broker = Object.assign(Object.create(memory) as MemoryBroker, {
+      publish: (...args: Parameters<MemoryBroker['publish']>) => (down ? Promise.reject(new Error('connection refused')) : memory.publish(...args)),
+    });
+    const dropped: Partial<Record<DropReason, number>> = {};
+    const hub = new Hub({ bus: new MemoryBus(), broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) } });
+    const conn = new FakeConnection();
+    await hub.attach(A, conn);
+    down = true;
+    await hub.deliver(A, { type: 'E', data: 1 });
+    await hub.deliver(A, { type: 'E', data: 2 });
+    hub.sweep();
+    await tick();
+    expect(conn.frames).toEqual([]);
+    down = false;
+    await hub.deliver(A, { type: 'E', data: 3 }); // queued behind the held ones, not before them
+    hub.sweep();
+    await until(() => conn.frames.length === 3, 'the held events');
+    expect(conn.frames.map((f) => f.data)).toEqual([1, 2, 3]);
+    // Held longer than the age bound: given up and counted.
+    down = true;
+    await hub.deliver(A, { type: 'E', data: 4 });
+    clock.advance(60_001);
+    down = false;
+    hub.sweep();
+    await until(() => dropped.unreachable === 1, 'the old event to be given up');
+    expect(conn.frames).toHaveLength(3);
   });
 });
 
