@@ -177,9 +177,14 @@ export class Hub implements Delivery {
     if (open) {
       // A client the tab has written to before resumes after what it got, even events another page took.
       const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
-      await this.serially(local, () => this.catchUp(local, connection, cursor));
+      const greet = this.o.greeting !== undefined && (created || connection.transport === 'websocket');
+      await this.serially(local, async () => {
+        await this.catchUp(local, connection, cursor);
+        // Told to this connection only, after what it missed, and not kept in the stream (no id): it is
+        // about the connection, not an event of the tab. A new stream is empty, so a first poll is still open.
+        if (greet && connection.open) connection.send([this.o.greeting!() as EventFrame]);
+      });
     }
-    if (this.o.greeting && (created || connection.transport === 'websocket')) await this.deliver(address, this.o.greeting());
     return created ? 'created' : 'attached';
   }
 
