@@ -1,3 +1,4 @@
+import type { OutboundMessage } from '../agent/message.js';
 import type { TabAddress } from '../hub/address.js';
 import type { TabEvent } from '../protocol/frames.js';
 import type { StoredMessage } from '../store/stores.js';
@@ -13,7 +14,31 @@ export type DeliveryFallback = {
 } & Omit<StoredMessage, 'id'>;
 
 /** Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively. */
-export type BusMessage = { kind: 'deliver'; to: TabAddress; event: TabEvent; fallback?: DeliveryFallback };
+export type BusMessage =
+  | { kind: 'deliver'; to: TabAddress; event: TabEvent; fallback?: DeliveryFallback }
+  | XmppSendRequest
+  | XmppSendAnswer;
+
+/**
+ * An outbound XMPP message from a node without the XMPP server connection, for the node that holds it
+ * (docs/redis.md "XMPP component"). Every node receives it; only the holder acts.
+ */
+export interface XmppSendRequest {
+  kind: 'xmpp-send';
+  /** Unique per request; the answer carries it back. */
+  requestId: string;
+  /** The asking node (its node id); only it acts on the answer. */
+  replyTo: string;
+  message: OutboundMessage;
+}
+
+/** The holder's answer to an `xmpp-send`: `sent`, or `offline` when it holds the lease but its connection is down. */
+export interface XmppSendAnswer {
+  kind: 'xmpp-sent';
+  requestId: string;
+  to: string;
+  outcome: 'sent' | 'offline' | 'failed';
+}
 
 export type BusHandler = (message: BusMessage) => void;
 
