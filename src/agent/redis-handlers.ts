@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { TabwireError } from '../errors.js';
 import { addressKey, type TabAddress } from '../hub/address.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
@@ -66,7 +67,12 @@ export class RedisHandlerRegistry implements HandlerRegistry {
     const member = addressKey(address);
     const key = selectorKey(selector);
     const keys = [this.tabKey(member), this.selectorSetKey(accountId, key), this.o.redis.key('handlers', 'seq')];
-    return (await REGISTER.run(this.o.redis.client, keys, [accountId, key, fn, this.o.maxPerTab, this.o.ttlMs, member])) as RegisterOutcome;
+    try {
+      return (await REGISTER.run(this.o.redis.client, keys, [accountId, key, fn, this.o.maxPerTab, this.o.ttlMs, member])) as RegisterOutcome;
+    } catch (err) {
+      // The page may try again; a registration that timed out may still have been made (it then just exists).
+      throw Object.assign(new TabwireError('shared_state_unavailable', 'The handler could not be registered now', { retryAfter: 1 }), { cause: err });
+    }
   }
 
   async match(accountId: string, message: InboundMessage, isLive: IsLive = () => true): Promise<HandlerRegistration | undefined> {

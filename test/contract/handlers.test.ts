@@ -212,6 +212,17 @@ function routerOn(handlers: HandlerRegistry, isLive: (address: TabAddress) => bo
   return { router, stored, delivered };
 }
 
+describe('Redis handler registry without Redis', () => {
+  it('a registration answers 503 shared_state_unavailable; forgetting and touching never reject', async () => {
+    const redis = testConnection('redis://127.0.0.1:1', testPrefix('handlers-down'));
+    connections.push(redis);
+    const registry = new RedisHandlerRegistry({ redis, maxPerTab: 5, ttlMs: 60_000, log: silent });
+    await expect(registry.register('acct', at('tab-a'), sel(null, null, null), 'F')).rejects.toMatchObject({ code: 'shared_state_unavailable', status: 503 });
+    await expect(registry.forgetTab(at('tab-a'))).resolves.toBeUndefined();
+    await expect(registry.touchTabs([at('tab-a')])).resolves.toBeUndefined();
+  });
+});
+
 describe('MessageRouter over a shared registry', () => {
   it('a handler registered through node A routes a stanza arriving on node B to the tab (live on any node)', async () => {
     const { a, b } = redisNodes();
