@@ -7,5 +7,7 @@ export default defineConfig({
     hookTimeout: 60_000,
     // Integration tests start real servers on loopback; run files in parallel but keep it modest on 2 cores.
     maxWorkers: 2,
+    // Private servers shared by the run (each provides its URL to the tests through `inject`).
+    globalSetup: ['test/global-redis.ts'],
   },
 });

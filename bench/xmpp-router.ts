@@ -1,5 +1,5 @@
 /**
- * XMPP router benchmark, in-process: `EventHandlers.match` with 10,000 registered handlers over
+ * XMPP router benchmark, in-process: `MemoryHandlerRegistry.match` with 10,000 registered handlers over
  * 1,000 agent accounts, and `MessageRouter.route` for messages that reach a handler on a local tab
  * (real Hub on a MemoryBus, a fake TabConnection that counts) and for messages that are stored
  * (SQLite). No budget. See docs/benchmarks.md.
@@ -8,7 +8,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { EventHandlers, specificity, type Selector } from '../src/agent/handlers.js';
+import { MemoryHandlerRegistry } from '../src/agent/memory-handlers.js';
+import { specificity, type Selector } from '../src/agent/selector.js';
 import type { InboundMessage } from '../src/agent/message.js';
 import { MessageRouter } from '../src/agent/router.js';
 import { MemoryBus } from '../src/bus/memory-bus.js';
@@ -95,7 +96,7 @@ function message(to: string, type: string, ln: string | undefined, ns: string | 
 
 export const xmppRouter: Benchmark = {
   name: 'xmpp-router',
-  description: `agent message routing in-process: EventHandlers.match with ${(ACCOUNTS * HANDLERS_PER_ACCOUNT).toLocaleString('en-US')} handlers, MessageRouter.route to a tab / to SQLite`,
+  description: `agent message routing in-process: MemoryHandlerRegistry.match with ${(ACCOUNTS * HANDLERS_PER_ACCOUNT).toLocaleString('en-US')} handlers, MessageRouter.route to a tab / to SQLite`,
   async run(): Promise<BenchReport> {
     const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
     const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
@@ -108,7 +109,7 @@ export const xmppRouter: Benchmark = {
       const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
 
       // Handlers: 10 distinct selectors per account, shapes cycled, on the account's 2 tabs.
-      const handlers = new EventHandlers();
+      const handlers = new MemoryHandlerRegistry();
       const registered: Array<{ account: number; selector: Selector }> = [];
       const shapeCount = new Map<number, number>();
       for (let a = 0; a < ACCOUNTS; a++) {
@@ -120,7 +121,7 @@ export const xmppRouter: Benchmark = {
           if (keys.has(key)) continue;
           keys.add(key);
           const tab = `acct${a}-tab${h % TABS_PER_ACCOUNT}`.padEnd(12, '0');
-          expect(handlers.register(`account-${a}`, at(tab), selector, `onBench${h}`) === 'registered', 'handler registration refused');
+          expect((await handlers.register(`account-${a}`, at(tab), selector, `onBench${h}`)) === 'registered', 'handler registration refused');
           registered.push({ account: a, selector });
           shapeCount.set(specificity(selector), (shapeCount.get(specificity(selector)) ?? 0) + 1);
           h++;
@@ -134,7 +135,8 @@ export const xmppRouter: Benchmark = {
         const withElement = random() < 0.9;
         return { account: `account-${a}`, message: message(`user${a}@${DOMAIN}`, pick(TYPES), withElement ? pick(LOCAL_NAMES) : undefined, withElement ? pick(NAMESPACES) : undefined, n) };
       });
-      const hits = matchPool.filter((m) => handlers.match(m.account, m.message) !== undefined).length;
+      let hits = 0;
+      for (const m of matchPool) if ((await handlers.match(m.account, m.message)) !== undefined) hits++;
 
       // Messages for route(): ones built from a registered selector's fields (they reach a handler) and
       // ones to accounts without handlers (stored).
@@ -184,7 +186,7 @@ export const xmppRouter: Benchmark = {
         outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
       };
       const specs: OperationSpec[] = [
-        { key: 'match', label: 'EventHandlers.match(account, message)', unit: 'match', op: (i) => handlers.match(matchPool[i % POOL]!.account, matchPool[i % POOL]!.message) },
+        { key: 'match', label: 'MemoryHandlerRegistry.match(account, message)', unit: 'match', op: (i) => handlers.match(matchPool[i % POOL]!.account, matchPool[i % POOL]!.message), async: true },
         { key: 'route.delivered', label: "MessageRouter.route -> handler's tab (hub.deliver, MemoryBus)", unit: 'msg', op: route(deliverPool), async: true },
         { key: 'route.stored', label: 'MessageRouter.route -> stored (SQLite append)', unit: 'msg', op: route(storePool), async: true },
         { key: 'part.byUserName', label: '  part: accounts.byUserName (SQLite via Kysely)', unit: 'query', op: (i) => s.accounts.byUserName(`user${i % ACCOUNTS}`), async: true },

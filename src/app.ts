@@ -130,6 +130,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     qrPerSessionPerMinute: config.qrRequestsPerSessionPerMinute,
     qrPerAddressPerMinute: config.qrRequestsPerAddressPerMinute,
     registrationsPerAddressPerMinute: config.registrationsPerAddressPerMinute,
+    ...(services.limits.rateLimitStore ? { store: services.limits.rateLimitStore } : {}),
     onLimited: (limit) => services.metrics.rateLimited.inc({ limit }),
   });
   await app.register(quickLoginRoutes, {

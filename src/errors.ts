@@ -60,6 +60,7 @@ export const errorCatalogue = {
   internal_error: { status: 500, title: 'Internal error' },
   xmpp_unavailable: { status: 503, title: 'The XMPP server is not reachable' },
   store_unavailable: { status: 503, title: 'The service\'s store is not reachable; try again shortly' },
+  shared_state_unavailable: { status: 503, title: 'The service\'s shared state (cluster mode) is not reachable; try again shortly' },
   shutting_down: { status: 503, title: 'The service is shutting down' },
   mailbox_full: { status: 507, title: 'The recipient\'s message store is full' },
   identity_limit_reached: { status: 507, title: 'The account holds as many identities as it may' },

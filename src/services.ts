@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { DestinationStream, Logger } from 'pino';
 import type { Accounts } from './agent/accounts.js';
-import type { EventHandlers } from './agent/handlers.js';
+import type { HandlerRegistry } from './agent/handlers.js';
+import type { Limits } from './cluster/factories.js';
 import type { Messaging } from './agent/messaging.js';
 import type { MessageRouter } from './agent/router.js';
 import type { TokenService } from './agent/tokens.js';
@@ -30,7 +31,7 @@ import { createKeysArea } from './wiring/keys.js';
 import { createQuickLoginArea } from './wiring/quicklogin.js';
 import { createRetentionArea } from './wiring/retention.js';
 import { openShared } from './wiring/shared.js';
-import type { XmppComponent } from './xmpp/component.js';
+import type { LeasedXmppComponent } from './xmpp/leased-component.js';
 
 /** Collaborators a caller may supply (tests: a moved clock, a shared store); the rest are made here. */
 export interface Deps {
@@ -66,11 +67,13 @@ export interface Services {
   registrations: BackendRegistrations;
   deliverer: CallbackDeliverer;
   metrics: Metrics;
-  handlers: EventHandlers;
+  handlers: HandlerRegistry;
+  /** Login throttles and the request rate limiter's store (shared through Redis in a cluster). */
+  limits: Limits;
   router: MessageRouter;
   messaging: Messaging;
   /** The XMPP server connection, when one is configured. */
-  xmpp: XmppComponent | undefined;
+  xmpp: LeasedXmppComponent | undefined;
   /**
    * First step of shutdown: closes every tab connection now (held long-polls are answered, WebSockets
    * closed with 1001), so in-flight HTTP requests are all that shutdown waits for. Idempotent.
@@ -89,19 +92,17 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const metrics = createMetrics();
   // Changes when the service restarts, or with each deployment generation when the operator sets it.
   const instanceId = config.instanceId ?? randomBytes(12).toString('base64url');
-  // This process among the nodes of a cluster (the broker's presence): unique per start.
-  const nodeId = randomBytes(9).toString('base64url');
   const shared = await openShared(config, deps, log);
   const { store, bus } = shared;
   // The agent area, made after the events area, fills these in: the hub hands it what a tab could not take.
-  const hooks: TabHooks = { storeUndelivered: async () => undefined, forgetHandlers: () => undefined };
+  const hooks: TabHooks = { storeUndelivered: async () => undefined, forgetHandlers: () => undefined, touchHandlers: () => undefined };
   const keys = await createKeysArea({ config, store, clock, log });
-  const events = createEventsArea({ config, shared, clock, metrics, log, instanceId, nodeId, hooks });
+  const events = createEventsArea({ config, shared, clock, metrics, log, instanceId, hooks });
   const { hub, registry } = events;
-  const agent = createAgentArea({ config, store, hub, tokens: keys.tokens, clock, metrics, log, hooks });
+  const agent = createAgentArea({ config, shared, hub, tokens: keys.tokens, clock, metrics, log, hooks });
   const identity = await createIdentityArea({ config, store, clock, signer: keys.signer, metrics });
   const quickLogin = createQuickLoginArea({ config, store, hub, registry, signer: keys.signer, accounts: agent.accounts, clock, metrics, log, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
-  const retention = createRetentionArea({ config, store, clock, metrics, log });
+  const retention = createRetentionArea({ config, store, leases: shared.leases, clock, metrics, log });
 
   const areas: Lifecycle[] = [shared, keys, events, agent, identity, quickLogin, retention];
   for (const area of areas) area.start();
@@ -126,6 +127,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     deliverer: quickLogin.deliverer,
     metrics,
     handlers: agent.handlers,
+    limits: agent.limits,
     router: agent.router,
     messaging: agent.messaging,
     xmpp: agent.xmpp,

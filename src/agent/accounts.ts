@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import type { Account, AccountStore } from '../store/stores.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './passwords.js';
-import type { FailureThrottle } from './throttle.js';
+import type { LoginThrottle } from './throttle.js';
 import type { AgentClaims, IssuedToken, TokenService } from './tokens.js';
 
 /** User names are XMPP local parts (ARCHITECTURE.md §4: the account's JID is `user@<component domain>`). */
@@ -14,9 +14,9 @@ export interface AccountsOptions {
   tokens: TokenService;
   clock: Clock;
   /** Login attempts per account name. */
-  accountThrottle: FailureThrottle;
+  accountThrottle: LoginThrottle;
   /** Failed logins per client address. */
-  addressThrottle: FailureThrottle;
+  addressThrottle: LoginThrottle;
   /** Told of every login refused by a throttle (metrics). */
   onLimited?: (limit: 'login_account' | 'login_address') => void;
 }
@@ -48,16 +48,16 @@ export class Accounts {
     const accountKey = `account:${input.userName}`;
     const addressKey = `address:${address}`;
     const { accountThrottle, addressThrottle } = this.o;
-    const accountWait = accountThrottle.retryAfterMs(accountKey);
-    const addressWait = addressThrottle.retryAfterMs(addressKey);
+    // Each take is atomic (checked and counted in one step, on every node sharing the throttle); a slot
+    // taken from one throttle while the other refused is given back.
+    const [accountWait, addressWait] = await Promise.all([accountThrottle.take(accountKey), addressThrottle.take(addressKey)]);
     if (accountWait > 0 || addressWait > 0) {
+      if (accountWait === 0) await accountThrottle.release(accountKey);
+      if (addressWait === 0) await addressThrottle.release(addressKey);
       this.o.onLimited?.(accountWait > 0 ? 'login_account' : 'login_address');
       // RFC 9110 §10.2.3: Retry-After in whole seconds, rounded up so the client never comes back early.
       throw new TabwireError('rate_limited', 'Too many login attempts; try again later', { retryAfter: Math.ceil(Math.max(accountWait, addressWait) / 1000) });
     }
-    // Checked and reserved in one synchronous turn: no concurrent attempt can slip in between.
-    accountThrottle.reserve(accountKey);
-    addressThrottle.reserve(addressKey);
     let outcome: 'failed' | 'succeeded' | 'undecided' = 'undecided';
     try {
       const account = await this.o.accounts.byUserName(input.userName);
@@ -73,11 +73,9 @@ export class Accounts {
       // A failure keeps its slots. The right password clears the account's count (the person is back)
       // and gives the address its slot back; anything else (disabled, store error) proved nothing.
       if (outcome === 'succeeded') {
-        accountThrottle.reset(accountKey);
-        addressThrottle.release(addressKey);
+        await Promise.all([accountThrottle.reset(accountKey), addressThrottle.release(addressKey)]);
       } else if (outcome === 'undecided') {
-        accountThrottle.release(accountKey);
-        addressThrottle.release(addressKey);
+        await Promise.all([accountThrottle.release(accountKey), addressThrottle.release(addressKey)]);
       }
     }
   }

@@ -4,10 +4,21 @@ import type { MessageStore } from '../store/stores.js';
 import type { InboundMessage, OutboundChild, OutboundMessage } from './message.js';
 import { splitJid, type MessageRouter } from './router.js';
 
-/** The XMPP server connection as messaging needs it (xmpp/component.ts). */
+/**
+ * The XMPP server connection as messaging needs it: this node's component (xmpp/component.ts), or in a
+ * cluster the one connection held by one node, reached over the bus (xmpp/leased-component.ts).
+ */
 export interface XmppLink {
-  readonly online: boolean;
+  /** Sends a message; rejects with XmppOfflineError when no connection is up to take it. */
   send(message: OutboundMessage): Promise<void>;
+}
+
+/** No XMPP server connection can take a message now (none configured up, or, in a cluster, no node holds one). */
+export class XmppOfflineError extends Error {
+  constructor(message = 'XMPP component is offline') {
+    super(message);
+    this.name = 'XmppOfflineError';
+  }
 }
 
 /** Turns an outgoing message into the stanza a local recipient receives (same XML library as the wire). */
@@ -53,8 +64,12 @@ export class Messaging {
       if (outcome === 'quota_full') throw new TabwireError('mailbox_full', `The message store of ${to} is full`);
       return { sent: true, id: message.id };
     }
-    if (!this.o.link?.online) throw new TabwireError('xmpp_unavailable', 'No XMPP server connection; only agent accounts of this service can be reached');
-    await this.o.link.send(message);
+    if (!this.o.link) throw unavailable();
+    try {
+      await this.o.link.send(message);
+    } catch (err) {
+      throw err instanceof XmppOfflineError ? unavailable() : err;
+    }
     return { sent: true, id: message.id };
   }
 
@@ -69,3 +84,6 @@ export class Messaging {
     }));
   }
 }
+
+const unavailable = (): TabwireError =>
+  new TabwireError('xmpp_unavailable', 'No XMPP server connection; only agent accounts of this service can be reached');

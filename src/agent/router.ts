@@ -1,10 +1,9 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { DeliveryFallback } from '../bus/bus.js';
-import type { TabAddress } from '../hub/address.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Account, AccountStore, MessageStore } from '../store/stores.js';
-import type { EventHandlers } from './handlers.js';
+import type { HandlerRegistration, HandlerRegistry, IsLive } from './handlers.js';
 import type { InboundMessage } from './message.js';
 
 const ACCOUNT_CACHE_MS = 2_000;
@@ -47,10 +46,10 @@ export class MessageRouter {
     private readonly o: {
       componentDomain: string;
       accounts: AccountStore;
-      handlers: EventHandlers;
+      handlers: HandlerRegistry;
       delivery: Delivery;
-      /** Whether a tab of a session has a live connection now (the hub). */
-      isConnected: (address: TabAddress) => boolean;
+      /** Whether a tab of a session has a live connection now, on any node (the hub, or presence in a cluster). */
+      isConnected: IsLive;
       messages: MessageStore;
       clock: Clock;
       log: Logger;
@@ -65,7 +64,7 @@ export class MessageRouter {
     const account = await this.accountByUserName(to.local);
     if (!account || account.state !== 'active') return 'unknown_recipient';
 
-    const handler = this.o.handlers.match(account.id, message, this.o.isConnected);
+    const handler = await this.matchHandler(account.id, message);
     const stored = { accountId: account.id, from: message.from, to: message.to, type: message.type, content: message.xml, createdAt: this.o.clock.now() };
     // Delivered only to a live tab of the session that registered the handler; otherwise stored.
     if (handler) {
@@ -95,6 +94,16 @@ export class MessageRouter {
     const { kind: _kind, ...message } = fallback;
     if (!(await this.o.messages.append(message, this.o.quota))) {
       this.o.log.warn({ accountId: message.accountId }, 'undelivered message dropped: the account\'s message store is full');
+    }
+  }
+
+  /** A registry that cannot answer (Redis down) costs the push, not the message: it is stored instead. */
+  private async matchHandler(accountId: string, message: InboundMessage): Promise<HandlerRegistration | undefined> {
+    try {
+      return await this.o.handlers.match(accountId, message, this.o.isConnected);
+    } catch (err) {
+      this.o.log.warn({ err, accountId }, 'handler look-up failed; storing the message for PopMessages');
+      return undefined;
     }
   }
 

@@ -1,61 +1,28 @@
-import type { Clock } from '../clock.js';
-
 /**
- * Counts login attempts per key (account, client address) in a fixed window. An attempt takes a
- * slot *before* the password is checked (`reserve`), so concurrent attempts cannot all pass the
- * check while the slow scrypt of the first ones runs: at most `limit` attempts per key and window
- * ever reach the password check. A failed attempt keeps its slot; `release` gives one back
- * (an attempt that proved nothing wrong), `reset` forgets the key (a correct password).
- * One node's view: in a cluster each node throttles on its own (docs/agent-api.md).
+ * Counts login attempts per key (account, client address) in a fixed window (docs/agent-api.md
+ * "Throttling"). An attempt takes a slot *before* the password is checked, so concurrent attempts
+ * cannot all pass the check while the slow scrypt of the first ones runs: at most `limit` attempts
+ * per key and window ever reach the password check, across every node sharing the throttle.
+ * Implementations: memory-throttle.ts (one node), redis-throttle.ts (a cluster).
  */
-export class FailureThrottle {
-  private readonly windows = new Map<string, { start: number; used: number }>();
-
-  constructor(
-    private readonly clock: Clock,
-    readonly limit: number,
-    private readonly windowMs: number,
-  ) {}
-
-  /** Milliseconds until `key` may try again, or 0 when it has a free slot now. */
-  retryAfterMs(key: string): number {
-    const window = this.current(key);
-    if (!window || window.used < this.limit) return 0;
-    return Math.max(1, window.start + this.windowMs - this.clock.now());
-  }
-
-  /** Takes a slot for `key`; the caller checked `retryAfterMs(key) === 0` in the same turn. */
-  reserve(key: string): void {
-    const window = this.current(key);
-    if (window) window.used++;
-    else this.windows.set(key, { start: this.clock.now(), used: 1 });
-    if (this.windows.size > 100_000) this.prune();
-  }
-
-  /** Gives back one slot taken by `reserve` (if its window is still the current one). */
-  release(key: string): void {
-    const window = this.current(key);
-    if (!window) return;
-    if (window.used <= 1) this.windows.delete(key);
-    else window.used--;
-  }
-
+export interface LoginThrottle {
+  readonly limit: number;
+  /**
+   * Takes a slot for `key` when one is free and answers 0; otherwise takes nothing and answers the
+   * milliseconds until the window ends (≥ 1). Atomic: N concurrent calls on a key with k free slots
+   * answer 0 exactly k times.
+   */
+  take(key: string): Promise<number>;
+  /** Gives back one slot taken by `take` (if its window is still the current one). */
+  release(key: string): Promise<void>;
   /** Forgets every attempt of `key` (a correct password). */
-  reset(key: string): void {
-    this.windows.delete(key);
-  }
-
-  private current(key: string) {
-    const window = this.windows.get(key);
-    if (window && this.clock.now() - window.start >= this.windowMs) {
-      this.windows.delete(key);
-      return undefined;
-    }
-    return window;
-  }
-
-  /** Bounded memory under a spray of user names or addresses. */
-  private prune(): void {
-    for (const key of this.windows.keys()) this.current(key);
-  }
+  reset(key: string): Promise<void>;
 }
+
+export { MemoryLoginThrottle } from './memory-throttle.js';
+/**
+ * The one-node throttle under its former name, for code not yet choosing through
+ * cluster/factories.ts `createLimits`.
+ * @deprecated use `createLimits` (or `MemoryLoginThrottle`).
+ */
+export { MemoryLoginThrottle as FailureThrottle } from './memory-throttle.js';

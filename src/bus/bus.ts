@@ -1,3 +1,4 @@
+import type { OutboundMessage } from '../agent/message.js';
 import type { TabAddress } from '../hub/address.js';
 import type { EventFrame } from '../protocol/frames.js';
 import type { StoredMessage } from '../store/stores.js';
@@ -16,7 +17,28 @@ export type DeliveryFallback = {
  * Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively.
  * `event`: an event was appended to a tab's stream (broker.ts); the nodes holding the tab write it.
  */
-export type BusMessage = { kind: 'event'; to: TabAddress; frame: EventFrame };
+export type BusMessage = { kind: 'event'; to: TabAddress; frame: EventFrame } | XmppSendRequest | XmppSendAnswer;
+
+/**
+ * An outbound XMPP message from a node without the XMPP server connection, for the node that holds it
+ * (docs/redis.md "XMPP component"). Every node receives it; only the holder acts.
+ */
+export interface XmppSendRequest {
+  kind: 'xmpp-send';
+  /** Unique per request; the answer carries it back. */
+  requestId: string;
+  /** The asking node (its node id); only it acts on the answer. */
+  replyTo: string;
+  message: OutboundMessage;
+}
+
+/** The holder's answer to an `xmpp-send`: `sent`, or `offline` when it holds the lease but its connection is down. */
+export interface XmppSendAnswer {
+  kind: 'xmpp-sent';
+  requestId: string;
+  to: string;
+  outcome: 'sent' | 'offline' | 'failed';
+}
 
 export type BusHandler = (message: BusMessage) => void;
 

@@ -1,54 +1,36 @@
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { RedisConnection } from '../redis/connection.js';
 import type { Bus, BusHandler, BusMessage } from './bus.js';
 
+/** The channel every node publishes to and subscribes to (prefixed, docs/redis.md "Keys"). */
+export const BUS_CHANNEL = 'bus';
+
 /**
- * The cluster's bus: Redis pub/sub on one channel per deployment (the key prefix). Order is kept per
- * publisher (one connection publishes in order; Redis delivers in order). At most once: a message
- * published while a subscriber is disconnected is not replayed to it — the broker's streams hold
- * what a tab must not miss, and a node catches up from them (docs/redis.md).
+ * The cluster bus over Redis pub/sub: every message reaches every subscribed node, this one included.
+ * Guarantees, as the Bus contract says: at-most-once (pub/sub keeps nothing for a subscriber that is
+ * disconnected); a publisher's messages arrive in publish order (one command connection per node, and
+ * Redis forwards a connection's PUBLISHes in order); a subscriber that throws affects nobody. After a
+ * reconnect the channel is subscribed again (redis/connection.ts). A publish while Redis is down is
+ * queued and sent on reconnect, or rejected within the command timeout.
  */
 export class RedisBus implements Bus {
   private readonly handlers = new Set<BusHandler>();
-  private readonly channel: string;
-  private readonly ready: Promise<unknown>;
+  private unsubscribe: (() => Promise<void>) | undefined;
 
-  /** `publisher` sends commands; `subscriber` is a connection of its own (a subscribed connection takes no other commands). */
-  constructor(
-    private readonly publisher: Redis,
-    private readonly subscriber: Redis,
-    prefix: string,
-    private readonly log: Pick<Logger, 'error'>,
-  ) {
-    this.channel = `${prefix}bus`;
-    // ioredis subscribes again by itself after a reconnect (autoResubscribe).
-    this.ready = subscriber.subscribe(this.channel);
-    subscriber.on('message', (channel: string, text: string) => {
-      if (channel !== this.channel) return;
-      let message: BusMessage;
-      try {
-        message = JSON.parse(text) as BusMessage;
-      } catch (err) {
-        this.log.error({ err }, 'unreadable bus message');
-        return;
-      }
-      for (const handler of this.handlers) {
-        try {
-          handler(message);
-        } catch (err) {
-          this.log.error({ err }, 'bus subscriber failed');
-        }
-      }
-    });
-  }
+  private constructor(
+    private readonly redis: RedisConnection,
+    private readonly log: Pick<Logger, 'error' | 'warn'>,
+  ) {}
 
-  /** Resolves once the subscription is in place. */
-  async started(): Promise<void> {
-    await this.ready;
+  /** Subscribes the node to the bus channel; resolves once Redis confirmed (or, while Redis is down, at once: see connection.subscribe). */
+  static async open(redis: RedisConnection, log: Pick<Logger, 'error' | 'warn'>): Promise<RedisBus> {
+    const bus = new RedisBus(redis, log);
+    bus.unsubscribe = await redis.subscribe(BUS_CHANNEL, (payload) => bus.receive(payload));
+    return bus;
   }
 
   async publish(message: BusMessage): Promise<void> {
-    await this.publisher.publish(this.channel, JSON.stringify(message));
+    await this.redis.client.publish(this.redis.channel(BUS_CHANNEL), JSON.stringify(message));
   }
 
   subscribe(handler: BusHandler): () => void {
@@ -58,6 +40,23 @@ export class RedisBus implements Bus {
 
   async close(): Promise<void> {
     this.handlers.clear();
-    await this.subscriber.unsubscribe(this.channel).catch(() => undefined);
+    await this.unsubscribe?.();
+  }
+
+  private receive(payload: string): void {
+    let message: BusMessage;
+    try {
+      message = JSON.parse(payload) as BusMessage;
+    } catch (err) {
+      this.log.warn({ err }, 'unreadable bus message dropped');
+      return;
+    }
+    for (const handler of this.handlers) {
+      try {
+        handler(message);
+      } catch (err) {
+        this.log.error({ err }, 'bus subscriber failed');
+      }
+    }
   }
 }

@@ -23,6 +23,8 @@ export const ConfigSchema = Type.Object(
      * tab presence, XMPP event handlers, rate limits and leases are shared through it (docs/deployment.md).
      */
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    /** Put before every Redis key and channel of this deployment, so several can share one Redis (docs/redis.md). */
+    redisKeyPrefix: Type.String({ default: 'tabwire:', pattern: '^[A-Za-z0-9_.:-]{0,64}$' }),
     /** Further origins whose pages may use the service; the origin of publicBaseUrl is always allowed. No wildcards. */
     allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
     /** Validity of a QR login code (SPEC.md "Limits": 5 minutes). */

@@ -1,18 +1,19 @@
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { EventHandlers } from '../agent/handlers.js';
+import type { HandlerRegistry } from '../agent/handlers.js';
 import type { Messaging } from '../agent/messaging.js';
 import { TabwireError } from '../errors.js';
-import type { Hub } from '../hub/hub.js';
+import type { TabAddress } from '../hub/address.js';
 import { TAB_ID_PATTERN } from '../protocol/frames.js';
 import type { TabRegistry } from '../hub/registry.js';
 import { anyText, humanText, multilineText, xmlText } from './schema-text.js';
 import { hashSession, sessionIdOf } from './session.js';
 
 export interface AgentXmppRoutesOptions {
-  handlers: EventHandlers;
+  handlers: HandlerRegistry;
   messaging: Messaging;
-  hub: Hub;
+  /** Whether the tab of this session is live (held by some node). */
+  hub: { holds(address: TabAddress): Promise<boolean> };
   registry: TabRegistry;
   /** Parses and re-serializes an XML payload (xmpp/xml-payload.ts); never concatenated into a stanza. */
   parseXml: (text: string) => { ok: true; xml: string } | { ok: false; error: string };
@@ -49,7 +50,7 @@ export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOp
       const address = await o.registry.requireOwner(body.tabId, sessionId === undefined ? '' : hashSession(sessionId), { bindIfFree: false });
       if (!(await o.hub.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
       const selector = { localName: body.localName || null, namespace: body.namespace || null, type: body.type || null };
-      const outcome = o.handlers.register(request.agent!.accountId, address, selector, body.function ?? '');
+      const outcome = await o.handlers.register(request.agent!.accountId, address, selector, body.function ?? '');
       if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');
       if (outcome === 'too_many_handlers') throw new TabwireError('handler_limit_reached');
       return {};

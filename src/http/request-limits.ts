@@ -20,7 +20,9 @@ export interface RequestLimitsOptions {
   onLimited: (limit: RequestLimitName) => void;
   /**
    * The counters' home (`@fastify/rate-limit` store contract). Default: this node's memory; a
-   * cluster passes a shared store (e.g. the plugin's Redis store) so every node counts together.
+   * cluster passes a shared store (redis-rate-limit-store.ts, chosen by cluster/factories.ts
+   * `createLimits`) so every node counts together. A store's `child` receives each limiter's
+   * `limitName` (a RequestLimitName) to keep the limits' counters apart.
    */
   store?: FastifyRateLimitStoreCtor;
 }
@@ -48,18 +50,23 @@ export async function registerRequestLimits(app: FastifyInstance, o: RequestLimi
     timeWindow: WINDOW_MS,
     cache: KEYS_PER_LIMIT,
     ...(o.store ? { store: o.store } : {}),
+    // Fail open: a store that errors lets the request through rather than refusing it for the store's
+    // sake. The Redis store never errors (it counts on this node while Redis is unreachable), so this
+    // is a second line only (docs/redis.md "Outage").
+    skipOnError: true,
     // Any route given `config.rateLimit` later answers from the catalogue too (problem+json, Retry-After).
     errorResponseBuilder: (_request, context) =>
       new TabwireError('rate_limited', `Rate limit exceeded; retry in ${context.after}`, { retryAfter: Math.max(1, Math.ceil(context.ttl / 1000)) }),
   });
   // `cache` sizes each limiter's own LRU (the plugin passes it to its store's `child`).
-  const limiter = (max: number, keyGenerator?: (request: FastifyRequest) => string): Limiter =>
-    app.createRateLimit({ max, timeWindow: WINDOW_MS, ...(keyGenerator ? { keyGenerator } : {}), cache: KEYS_PER_LIMIT } as Parameters<FastifyInstance['createRateLimit']>[0]);
+  // `limitName` reaches a shared store's `child` (redis-rate-limit-store.ts); the memory store ignores it.
+  const limiter = (limitName: RequestLimitName, max: number, keyGenerator?: (request: FastifyRequest) => string): Limiter =>
+    app.createRateLimit({ max, timeWindow: WINDOW_MS, ...(keyGenerator ? { keyGenerator } : {}), cache: KEYS_PER_LIMIT, limitName } as Parameters<FastifyInstance['createRateLimit']>[0]);
 
   const sessionHashes = new WeakMap<FastifyRequest, string>();
-  const qrSession = limiter(o.qrPerSessionPerMinute, (request) => sessionHashes.get(request)!);
-  const qrAddress = limiter(o.qrPerAddressPerMinute);
-  const registrationAddress = limiter(o.registrationsPerAddressPerMinute);
+  const qrSession = limiter('qr_session', o.qrPerSessionPerMinute, (request) => sessionHashes.get(request)!);
+  const qrAddress = limiter('qr_address', o.qrPerAddressPerMinute);
+  const registrationAddress = limiter('registration_address', o.registrationsPerAddressPerMinute);
 
   async function check(name: RequestLimitName, limit: Limiter, request: FastifyRequest): Promise<void> {
     const result = await limit(request);

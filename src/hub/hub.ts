@@ -276,6 +276,11 @@ export class Hub implements Delivery {
     return { tabs: this.tabs.size, connected };
   }
 
+  /** Addresses of the tabs held here. */
+  heldAddresses(): TabAddress[] {
+    return [...this.tabs.values()].map((tab) => tab.address);
+  }
+
   /** Tab ids held here (their bindings are refreshed in the store). */
   heldTabIds(): string[] {
     return [...this.tabs.values()].map((tab) => tab.address.tabId);

@@ -1,79 +1,84 @@
 import type { Logger } from 'pino';
 import { Accounts } from '../agent/accounts.js';
-import { EventHandlers } from '../agent/handlers.js';
+import type { HandlerRegistry } from '../agent/handlers.js';
 import { Messaging } from '../agent/messaging.js';
 import { MessageRouter } from '../agent/router.js';
-import { FailureThrottle } from '../agent/throttle.js';
 import type { TokenService } from '../agent/tokens.js';
+import { createHandlerRegistry, createLimits, createXmppConnection, type Limits } from '../cluster/factories.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { Hub } from '../hub/hub.js';
 import type { Metrics } from '../metrics.js';
-import type { Store } from '../store/stores.js';
-import { XmppComponent } from '../xmpp/component.js';
+import type { LeasedXmppComponent } from '../xmpp/leased-component.js';
 import { toInboundMessage } from '../xmpp/stanza.js';
 import type { Lifecycle } from './area.js';
 import type { TabHooks } from './events.js';
+import type { SharedState } from './shared.js';
 
 export interface AgentArea extends Lifecycle {
   accounts: Accounts;
-  handlers: EventHandlers;
+  handlers: HandlerRegistry;
+  /** Login throttles and the request rate limiter's store (shared in a cluster). */
+  limits: Limits;
   router: MessageRouter;
   messaging: Messaging;
-  /** The XMPP server connection, when one is configured. */
-  xmpp: XmppComponent | undefined;
+  /** The XMPP server connection, when one is configured (held by one node of a cluster at a time). */
+  xmpp: LeasedXmppComponent | undefined;
 }
 
 /** The Agent API's domain: accounts and their throttles, XMPP event handlers, message routing, the XMPP component (docs/agent-api.md, docs/xmpp.md). */
-export function createAgentArea(o: { config: Config; store: Store; hub: Hub; tokens: TokenService; clock: Clock; metrics: Metrics; log: Logger; hooks: TabHooks }): AgentArea {
-  const { config, store, hub, clock, log } = o;
+export function createAgentArea(o: { config: Config; shared: SharedState; hub: Hub; tokens: TokenService; clock: Clock; metrics: Metrics; log: Logger; hooks: TabHooks }): AgentArea {
+  const { config, hub, clock, log } = o;
+  const { store, redis } = o.shared;
+  const limits = createLimits({ redis, clock, config, log });
   const accounts = new Accounts({
     accounts: store.accounts,
     tokens: o.tokens,
     clock,
     // docs/agent-api.md "Throttling": a few attempts per account and window; an address gets more room.
-    accountThrottle: new FailureThrottle(clock, config.loginAttemptsPerAccount, config.loginThrottleWindowSeconds * 1000),
-    addressThrottle: new FailureThrottle(clock, config.loginAttemptsPerAddress, config.loginThrottleWindowSeconds * 1000),
+    accountThrottle: limits.accountThrottle,
+    addressThrottle: limits.addressThrottle,
     onLimited: (limit) => o.metrics.rateLimited.inc({ limit }),
   });
-  const handlers = new EventHandlers(config.handlersPerTab);
+  const handlers = createHandlerRegistry({ redis, config, log });
   const router = new MessageRouter({
     componentDomain: config.xmppComponentDomain,
     accounts: store.accounts,
     handlers,
     delivery: hub,
-    isConnected: (address) => hub.isConnectedHere(address),
+    // Any node's connection counts (the broker's presence): a handler of a tab on another node is live.
+    isConnected: (address) => hub.isConnected(address),
     messages: store.messages,
     clock,
     log: log.child({ module: 'agent:router' }),
     quota: config.messageQuotaPerAccount,
   });
-  const xmpp: XmppComponent | undefined =
-    config.xmppService === undefined
-      ? undefined
-      : new XmppComponent({
-          service: config.xmppService,
-          domain: config.xmppComponentDomain,
-          password: config.xmppComponentSecret!,
-          log,
-          onMessage: async (message) => {
-            const outcome = await router.route(message);
-            // RFC 6121 §8.5.2: a message to an account that does not exist is answered service-unavailable.
-            if (outcome === 'unknown_recipient') await xmpp!.bounce(message, 'service-unavailable');
-            if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
-          },
-        });
+  const xmpp = createXmppConnection({
+    config,
+    leases: o.shared.leases,
+    bus: o.shared.bus,
+    nodeId: o.shared.nodeId,
+    log,
+    onMessage: async (message) => {
+      const outcome = await router.route(message);
+      // RFC 6121 §8.5.2: a message to an account that does not exist is answered service-unavailable.
+      if (outcome === 'unknown_recipient') await xmpp!.bounce(message, 'service-unavailable');
+      if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
+    },
+  });
   o.hooks.storeUndelivered = (fallback) => router.storeUndelivered(fallback);
-  o.hooks.forgetHandlers = (address) => handlers.forgetTab(address);
+  o.hooks.forgetHandlers = (address) => void handlers.forgetTab(address);
+  o.hooks.touchHandlers = (addresses) => void handlers.touchTabs(addresses);
   const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
   return {
     accounts,
     handlers,
+    limits,
     router,
     messaging,
     xmpp,
-    // Not awaited: the service starts without its XMPP server and keeps reconnecting in the background.
-    start: () => void xmpp?.start(),
+    // The lease holder connects in the background; the service starts without its XMPP server and keeps reconnecting.
+    start: () => xmpp?.start(),
     stop: async () => xmpp?.stop(),
   };
 }

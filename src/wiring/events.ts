@@ -23,6 +23,8 @@ export interface TabHooks {
   storeUndelivered(fallback: DeliveryFallback): Promise<void>;
   /** The tab's XMPP handlers go with it. */
   forgetHandlers(address: TabAddress): void;
+  /** The tabs this node holds are alive (their handlers must not expire). */
+  touchHandlers(addresses: readonly TabAddress[]): void;
 }
 
 export interface EventsArea extends Lifecycle {
@@ -33,13 +35,13 @@ export interface EventsArea extends Lifecycle {
 }
 
 /** The client event channel's domain: this node's live tabs (hub) and tab registration (docs/events.md). */
-export function createEventsArea(o: { config: Config; shared: SharedState; clock: Clock; metrics: Metrics; log: Logger; instanceId: string; nodeId: string; hooks: TabHooks }): EventsArea {
+export function createEventsArea(o: { config: Config; shared: SharedState; clock: Clock; metrics: Metrics; log: Logger; instanceId: string; hooks: TabHooks }): EventsArea {
   const { config, shared, clock, log, hooks } = o;
   const { store, bus, broker } = shared;
   const hub: Hub = new Hub({
     bus,
     broker,
-    node: o.nodeId,
+    node: shared.nodeId,
     clock,
     log: log.child({ module: 'hub' }),
     tabIdleMs: config.tabIdleSeconds * 1000,
@@ -73,7 +75,13 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
   });
   const timers = intervals(
     [() => hub.sweep(), HUB_SWEEP_MS],
-    [() => refreshTabBindings(hub, store.tabs, clock).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed')), tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000)],
+    [
+      () => {
+        refreshTabBindings(hub, store.tabs, clock).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed'));
+        hooks.touchHandlers(hub.heldAddresses());
+      },
+      tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000),
+    ],
     // A shared broker forgets a node's presence unless it is refreshed (a node that died lets go this way).
     ...(shared.clustered ? [[() => hub.refresh().catch((err: unknown) => log.warn({ err }, 'presence refresh failed')), shared.presenceTtlMs / 3] as [() => void, number]] : []),
   );

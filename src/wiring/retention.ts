@@ -6,6 +6,8 @@ import type { Metrics } from '../metrics.js';
 import { Purge } from '../retention/purge.js';
 import { retentionWindows, storeRetentionTasks } from '../retention/tasks.js';
 import type { Store } from '../store/stores.js';
+import { createPurgeRunner } from '../cluster/factories.js';
+import type { LeaseFactory } from '../lease/lease.js';
 import type { Lifecycle } from './area.js';
 
 export interface RetentionArea extends Lifecycle {
@@ -13,7 +15,7 @@ export interface RetentionArea extends Lifecycle {
   purge: Purge;
 }
 
-export function createRetentionArea(o: { config: Config; store: Store; clock: Clock; metrics: Metrics; log: Logger }): RetentionArea {
+export function createRetentionArea(o: { config: Config; store: Store; leases: LeaseFactory; clock: Clock; metrics: Metrics; log: Logger }): RetentionArea {
   const { config, store } = o;
   const purge = new Purge({
     // Each kind of stored data with its retention window; further kinds join this list as PurgeTasks.
@@ -22,5 +24,7 @@ export function createRetentionArea(o: { config: Config; store: Store; clock: Cl
     log: o.log.child({ module: 'retention' }),
     onPurged: (kind, count) => o.metrics.purged.inc({ kind }, count),
   });
-  return { purge, start: () => purge.start(config.purgeIntervalSeconds * 1000), stop: () => purge.stop() };
+  // Once per cluster: the node holding the purge lease runs it (on one node, always this one).
+  const runner = createPurgeRunner({ leases: o.leases, purge, intervalMs: config.purgeIntervalSeconds * 1000, log: o.log });
+  return { purge, start: () => runner.start(), stop: () => runner.stop() };
 }

@@ -2,10 +2,11 @@ import type { Logger } from 'pino';
 import { MemoryBroker } from '../broker/memory-broker.js';
 import type { Broker, BrokerBounds } from '../broker/broker.js';
 import type { Bus } from '../bus/bus.js';
-import { MemoryBus } from '../bus/memory-bus.js';
-import { RedisBus } from '../bus/redis-bus.js';
+import { randomUUID } from 'node:crypto';
 import { RedisBroker } from '../broker/redis-broker.js';
-import { Redis } from 'ioredis';
+import { createBus, createLeases } from '../cluster/factories.js';
+import type { LeaseFactory } from '../lease/lease.js';
+import { connectRedis, type RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/schema.js';
 import { openSqliteStore } from '../store/sqlite.js';
 import type { Store } from '../store/stores.js';
@@ -30,6 +31,12 @@ export interface SharedState extends Lifecycle {
   store: Store;
   bus: Bus;
   broker: Broker;
+  /** The Redis connection of a cluster (undefined on one node). */
+  redis: RedisConnection | undefined;
+  /** Leases (one holder per cluster for the XMPP connection and the purge; on one node always this one). */
+  leases: LeaseFactory;
+  /** This process among the nodes of a cluster (presence, leases): unique per start. */
+  nodeId: string;
   /** How long the broker keeps this node's presence without a refresh; refreshed every third of it when shared. */
   presenceTtlMs: number;
   /** True when the broker is shared with other nodes (its presence must be refreshed). */
@@ -43,20 +50,25 @@ export interface SharedDeps {
 }
 
 /**
- * Opens the store, the bus and the broker: SQLite, memory and memory by default; what the caller
- * supplies instead (tests, a cluster) is used and left open at `stop`.
+ * Opens the store, the bus, the broker and the leases: SQLite and memory by default, Redis with
+ * `redisUrl` (docs/deployment.md); what the caller supplies instead (tests) is used and left open at `stop`.
  */
 export async function openShared(config: Config, deps: SharedDeps, log: Logger): Promise<SharedState> {
+  const nodeId = randomUUID();
   const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
-  const redis = config.redisUrl === undefined ? undefined : await connectShared(config.redisUrl, config, log);
-  const bus = deps.bus ?? redis?.bus ?? new MemoryBus(log.child({ module: 'bus' }));
+  const redis = config.redisUrl === undefined ? undefined : connectRedis(config.redisUrl, log, { prefix: config.redisKeyPrefix });
+  const bus = deps.bus ?? (await createBus(redis, log));
   const clustered = deps.broker !== undefined || redis !== undefined;
   const presenceTtlMs = clustered ? PRESENCE_TTL_MS : SINGLE_NODE_PRESENCE_MS;
-  const broker = deps.broker ?? redis?.broker ?? new MemoryBroker(brokerBounds(config, presenceTtlMs));
+  const bounds = brokerBounds(config, presenceTtlMs);
+  const broker = deps.broker ?? (redis ? new RedisBroker(redis.client, bounds, redis.prefix) : new MemoryBroker(bounds));
   return {
     store,
     bus,
     broker,
+    redis,
+    leases: createLeases({ redis, nodeId }),
+    nodeId,
     presenceTtlMs,
     clustered,
     start() {},
@@ -65,27 +77,6 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
       if (!deps.bus) await bus.close();
       await redis?.close();
       if (!deps.store) await store.close();
-    },
-  };
-}
-
-/** Keys and the bus channel of one deployment in a Redis it may share with others. */
-const REDIS_PREFIX = 'tabwire:';
-
-/** The Redis side of a cluster: a command connection (broker, bus publishing) and a subscriber connection (bus). */
-async function connectShared(url: string, config: Config, log: Logger): Promise<{ broker: Broker; bus: RedisBus; close(): Promise<void> }> {
-  const commands = new Redis(url, { lazyConnect: true });
-  const subscriber = new Redis(url, { lazyConnect: true });
-  for (const connection of [commands, subscriber]) connection.on('error', (err: unknown) => log.warn({ err }, 'redis connection error'));
-  await Promise.all([commands.connect(), subscriber.connect()]);
-  const bus = new RedisBus(commands, subscriber, REDIS_PREFIX, log.child({ module: 'bus' }));
-  await bus.started();
-  return {
-    broker: new RedisBroker(commands, brokerBounds(config, PRESENCE_TTL_MS), REDIS_PREFIX),
-    bus,
-    async close() {
-      commands.disconnect();
-      subscriber.disconnect();
     },
   };
 }

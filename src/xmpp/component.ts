@@ -2,6 +2,7 @@ import { component, type Component } from '@xmpp/component';
 import type xml from '@xmpp/xml';
 import type { Logger } from 'pino';
 import type { InboundMessage, OutboundMessage } from '../agent/message.js';
+import { XmppOfflineError } from '../agent/messaging.js';
 import { buildBounce, buildMessageStanza, parseMessageStanza, type BounceCondition } from './stanza.js';
 
 export interface XmppComponentOptions {
@@ -68,7 +69,7 @@ export class XmppComponent {
     await this.#inbox;
   }
 
-  /** Sends a message; rejects when offline (the caller decides whether to store or fail) or the payload is not valid XML. */
+  /** Sends a message; rejects with XmppOfflineError when offline (the caller decides whether to store or fail), or when the payload is not valid XML. */
   async send(message: OutboundMessage): Promise<void> {
     await this.#sendStanza(buildMessageStanza(message));
   }
@@ -81,7 +82,7 @@ export class XmppComponent {
 
   async #sendStanza(stanza: xml.Element): Promise<void> {
     const entity = this.#entity;
-    if (!entity || entity.status !== 'online') throw new Error('XMPP component is offline');
+    if (!entity || entity.status !== 'online') throw new XmppOfflineError();
     await entity.send(stanza);
   }
 

@@ -6,7 +6,7 @@ import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
 import { post, registered } from '../helpers/http.js';
-import { startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
 import { makeIdentity, startService, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
 

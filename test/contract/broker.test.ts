@@ -5,7 +5,7 @@ import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import { RedisBroker } from '../../src/broker/redis-broker.js';
 import type { DeliveryFallback } from '../../src/bus/bus.js';
 import type { TabAddress } from '../../src/hub/address.js';
-import { startRedis, type RedisServer } from '../helpers/redis-server.js';
+import { startRedis, type RedisServer } from '../helpers/redis.js';
 
 /**
  * One contract, two brokers (docs/events.md "Event streams"): the memory broker of one node and the
