@@ -116,7 +116,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   app.decorate('websocketServer', upgrade.server);
   app.addHook('preClose', async () => upgrade.close());
   const guard = bearerGuard(tokens, store.accounts);
-  await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp });
+  await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp, redis: services.redis });
   await app.register(eventsRoutes, {
     registry,
     hub,

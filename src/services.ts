@@ -3,6 +3,7 @@ import type { DestinationStream, Logger } from 'pino';
 import type { Accounts } from './agent/accounts.js';
 import type { HandlerRegistry } from './agent/handlers.js';
 import type { Limits } from './cluster/factories.js';
+import type { RedisConnection } from './redis/connection.js';
 import type { Messaging } from './agent/messaging.js';
 import type { MessageRouter } from './agent/router.js';
 import type { TokenService } from './agent/tokens.js';
@@ -52,6 +53,8 @@ export interface Services {
   clock: Clock;
   store: Store;
   bus: Bus;
+  /** The cluster's Redis connection (undefined on one node). */
+  redis: RedisConnection | undefined;
   hub: Hub;
   registry: TabRegistry;
   quickLogin: QuickLogin;
@@ -113,6 +116,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
     clock,
     store,
     bus,
+    redis: shared.redis,
     hub,
     registry,
     quickLogin: quickLogin.quickLogin,

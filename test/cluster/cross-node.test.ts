@@ -9,6 +9,7 @@ import { post, registered } from '../helpers/http.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 import { makeIdentity, startService, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
+import { until } from '../helpers/until.js';
 
 /**
  * Three nodes on one store and one Redis, in this process: a tab's WebSocket on one node, its QR
@@ -63,5 +64,18 @@ describe('three nodes, no sticky sessions', () => {
     expect(three.app.tabwire.hub.state(address)).toBeUndefined();
     expect(await three.app.tabwire.hub.isConnected(address)).toBe(true);
     tab.close();
+  });
+
+  it('a node that cannot reach Redis is not ready (503 problem+json) until Redis is back', async () => {
+    const one = nodes[0]!;
+    const ready = async () => (await fetch(`${one.baseUrl}/readyz`)).status;
+    expect(await ready()).toBe(200);
+    await redis.stopServer();
+    await until(async () => (await ready()) === 503, 'readyz to fail');
+    const answer = await fetch(`${one.baseUrl}/readyz`);
+    expect(answer.headers.get('content-type')).toContain('application/problem+json');
+    expect(((await answer.json()) as { code: string }).code).toBe('shared_state_unavailable');
+    await redis.start();
+    await until(async () => (await ready()) === 200, 'readyz to recover', 30_000);
   });
 });
