@@ -16,7 +16,7 @@ import { systemClock } from '../src/clock.js';
 import type { TabConnection } from '../src/hub/connection.js';
 import { Hub } from '../src/hub/hub.js';
 import type { EventFrame } from '../src/protocol/frames.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import { openSqliteStore } from '../src/store/sqlite/open.js';
 import type { Store } from '../src/store/stores.js';
 import { OTHER_CPU_LIMIT, expect, machineLine, revision, versionOf, waitForQuiet } from './lib/channel-common.js';
 import { formatMicros, formatRate, table } from './lib/stats.js';

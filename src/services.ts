@@ -29,7 +29,7 @@ import { Purge } from './retention/purge.js';
 import { retentionWindows, storeRetentionTasks } from './retention/tasks.js';
 import { QuickLogin } from './quicklogin/quicklogin.js';
 import { loadServerSigner, type ServerSigner } from './quicklogin/server-signer.js';
-import { openSqliteStore } from './store/sqlite.js';
+import { openStore } from './store/open.js';
 import { XmppComponent } from './xmpp/component.js';
 import { toInboundMessage } from './xmpp/stanza.js';
 import type { Store } from './store/stores.js';
@@ -89,7 +89,7 @@ const TOKEN_KEY_RELOAD_MS = 60_000;
 /** Builds every domain service from the configuration; no HTTP here (ARCHITECTURE.md §1). */
 export async function createServices(config: Config, deps: Deps, log: Logger): Promise<Services> {
   const clock = deps.clock ?? systemClock;
-  const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
+  const store = deps.store ?? (await openStore(config, log.child({ module: 'store' })));
   const bus = deps.bus ?? new MemoryBus(log.child({ module: 'bus' }));
   const handlers = new EventHandlers(config.handlersPerTab);
   const metrics = createMetrics();

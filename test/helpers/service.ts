@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { createIdentity } from '../../src/identity/create.js';
 import type { Store } from '../../src/store/stores.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
 
 /** A free loopback port (closed again before use; good enough for tests on one machine). */
 export async function freePort(): Promise<number> {
