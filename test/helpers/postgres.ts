@@ -33,8 +33,17 @@ const BIN = '/usr/lib/postgresql/15/bin';
 const USER = 'tabwire';
 const exec = promisify(execFile);
 
+export interface PostgresOptions {
+  /**
+   * Whether commits wait for the disk (PostgreSQL's default). Tests turn it off (a crash of the test
+   * machine loses nothing they need, and databases are created faster); benchmarks keep it on.
+   */
+  fsync?: boolean;
+}
+
 /** Initialises a data directory and starts PostgreSQL on a free loopback port. */
-export async function startPostgres(): Promise<PostgresServer> {
+export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresServer> {
+  const settings = ['-c', `fsync=${options.fsync === true ? 'on' : 'off'}`];
   const dir = mkdtempSync(join(tmpdir(), 'tabwire-pg-'));
   const data = join(dir, 'data');
   const owner = await postgresIds();
@@ -43,7 +52,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     cwd: dir,
   });
   const port = await freePort();
-  let child: ChildProcess | undefined = await launch(dir, data, port);
+  let child: ChildProcess | undefined = await launch(dir, data, port, settings);
   const adminUrl = urlFor(port, 'postgres');
   const server: PostgresServer = {
     port,
@@ -54,7 +63,7 @@ export async function startPostgres(): Promise<PostgresServer> {
       child = undefined;
     },
     async up() {
-      if (!child) child = await launch(dir, data, port);
+      if (!child) child = await launch(dir, data, port, settings);
     },
     async restart() {
       await server.down();
@@ -91,10 +100,9 @@ async function postgresIds(): Promise<{ uid: number; gid: number }> {
 }
 
 /** `postgres -D … -p … -k …` in the foreground under runuser; resolves when the port accepts connections. */
-async function launch(dir: string, data: string, port: number): Promise<ChildProcess> {
+async function launch(dir: string, data: string, port: number, settings: string[]): Promise<ChildProcess> {
   const args = ['-u', 'postgres', '--', join(BIN, 'postgres'), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
-  // Tests need no durability across a power loss: fsync off makes initdb-fresh databases cheap to create.
-  args.push('-c', 'fsync=off', '-c', 'max_connections=200');
+  args.push('-c', 'max_connections=200', ...settings);
   const child = spawn('runuser', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (chunk: Buffer) => {
