@@ -51,7 +51,8 @@ describe('two nodes on one PostgreSQL database', () => {
     // Started together: each finds the key rings empty and races to create the first keys.
     // One public URL for both, as behind a load balancer (token issuer, signUrls).
     const publicBaseUrl = 'http://127.0.0.1:8080';
-    nodes = await Promise.all([0, 1].map(() => startService({ openRegistration: true, publicBaseUrl }, { databaseUrl: url })));
+    // The real clock: the CLI signs with it, and a token dated after a node's (test) clock would not be valid yet there.
+    nodes = await Promise.all([0, 1].map(() => startService({ openRegistration: true, publicBaseUrl }, { databaseUrl: url, realClock: true })));
   });
   afterAll(async () => Promise.all(nodes.map((n) => n.close())));
 
