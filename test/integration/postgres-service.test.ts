@@ -27,6 +27,8 @@ describe('a service on PostgreSQL', () => {
     await registered(service, tab.tabId);
     const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'Log in on PostgreSQL', serviceId: '', tab: tab.tabId, agentApiTimeout: 1.5 }, { cookie: tab.cookie });
     expect(qr.status).toBe(200);
+    // Stored as the whole seconds the token will be issued for: PostgreSQL's integer column refuses 1.5.
+    expect((await service.store.codes.get(qr.body.signUrl.split('/').at(-1)))!.agentApiTimeout).toBe(1);
     const info = await fetchSignInfo(qr.body.signUrl);
     expect(info.purpose).toBe('Log in on PostgreSQL');
     const answer = await postDecision(qr.body.signUrl, info, ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'approve');
@@ -77,6 +79,22 @@ describe('two nodes on one PostgreSQL database', () => {
     expect(login.status).toBe(200);
     const info = await get(nodes[1]!, '/Agent/Account/Info', { authorization: `Bearer ${login.body.jwt}` });
     expect(info.body).toMatchObject({ userName: 'grace' });
+  });
+
+  it('two nodes taking a signature of one code at once: exactly one 200, the other 409', async () => {
+    const ada = await makeIdentity(nodes[0]!, { FIRST: 'Ada' });
+    const key = privateKeyFromPem(ada.privateKeyPem);
+    for (let round = 0; round < 5; round++) {
+      const qr = await post(nodes[0]!, '/QuickLogin', { mode: 'text', purpose: `Race ${round}`, serviceId: '', tab: '' });
+      expect(qr.status).toBe(200);
+      const path = new URL(qr.body.signUrl).pathname;
+      // What the signing app is shown (its challenge names the public host, which both nodes serve).
+      const info = (await get(nodes[1]!, path, { accept: 'application/json' })).body;
+      const answers = await Promise.all(
+        nodes.map((node) => postDecision(node.baseUrl + path, info, ada.identity.id, key, 'approve').then(() => 200, (err: { status?: number }) => err.status)),
+      );
+      expect([...answers].sort()).toEqual([200, 409]);
+    }
   });
 
   it('a key rotated through the CLI verifies on both nodes at once, and both publish it', async () => {
