@@ -20,7 +20,7 @@ import { systemClock } from '../src/clock.js';
 import { ensureDevIdentity } from '../src/identity/dev-identity.js';
 import { signEd25519 } from '../src/identity/keys.js';
 import { signedMessage } from '../src/quicklogin/challenge.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import { openSqliteStore } from '../src/store/sqlite/open.js';
 import { freePort, startChild, type ChildServer } from './lib/child.js';
 import { CpuWindow, OTHER_CPU_LIMIT, expect, ownCpu, waitUntil } from './lib/channel-common.js';
 import { percentile } from './lib/stats.js';

@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
 import { buildApp } from '../src/app.js';
 import { loadConfig } from '../src/config/load.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import { openSqliteStore } from '../src/store/sqlite/open.js';
 import type { Callback, CallbackStore, LoginCode, Store } from '../src/store/stores.js';
 import { BUDGET_P99_MS, LOGIN_RATE, signatureToCallbackLatency, type LatencyReport } from './callback-latency.js';
 import { freePort, startChild, type ChildServer } from './lib/child.js';

@@ -12,11 +12,12 @@ import { deliverLatency } from './deliver-latency.js';
 import { longpollMemory } from './longpoll-memory.js';
 import { qrEncoders } from './qr-encoders.js';
 import { qrIssuance } from './qr-issuance.js';
+import { storeWrites } from './store-writes.js';
 import { waitingPeople } from './waiting-people.js';
 import { xmppRouter } from './xmpp-router.js';
 import { xmppThroughput } from './xmpp-throughput.js';
 
-const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople];
+const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, storeWrites];
 
 function print(report: BenchReport, seconds: number): void {
   console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);

@@ -18,7 +18,7 @@ import type { TabConnection } from '../src/hub/connection.js';
 import { Hub } from '../src/hub/hub.js';
 import { MemoryBroker } from '../src/broker/memory-broker.js';
 import type { EventFrame } from '../src/protocol/frames.js';
-import { openSqliteStore } from '../src/store/sqlite.js';
+import { openSqliteStore } from '../src/store/sqlite/open.js';
 import type { Store } from '../src/store/stores.js';
 import { OTHER_CPU_LIMIT, expect, machineLine, revision, versionOf, waitForQuiet } from './lib/channel-common.js';
 import { formatMicros, formatRate, table } from './lib/stats.js';

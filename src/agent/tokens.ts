@@ -3,7 +3,8 @@ import { errors as joseErrors, jwtVerify, SignJWT, type JWTPayload } from 'jose'
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import { generateEd25519, privateKeyFromPem, publicKeyFromRaw, rawPublicKey } from '../identity/keys.js';
-import type { ServerKeyStore } from '../store/stores.js';
+import { newestKey } from '../store/key-ring.js';
+import type { ServerKey, ServerKeyStore } from '../store/stores.js';
 
 /** Token lifetimes are clamped to 1..3600 s (REFERENCE-CLIENTS.md "Agent API habits"). */
 export const MAX_TOKEN_SECONDS = 3600;
@@ -44,13 +45,18 @@ interface RingKey {
   createdAt: number;
 }
 
-/** Creates a new signing key in the store (`tabwire keys rotate`); the newest key signs from then on. */
-export async function rotateTokenKey(keys: ServerKeyStore, clock: Clock): Promise<string> {
+function newTokenKey(clock: Clock): ServerKey {
   const pair = generateEd25519();
   const kid = createHash('sha256').update(pair.publicKey).digest('base64url').slice(0, 16);
   const publicPem = publicKeyFromRaw(pair.publicKey)!.export({ type: 'spki', format: 'pem' }).toString();
-  await keys.insert({ kid, purpose: PURPOSE, privateKey: pair.privateKeyPem, publicKey: publicPem, createdAt: clock.now() });
-  return kid;
+  return { kid, purpose: PURPOSE, privateKey: pair.privateKeyPem, publicKey: publicPem, createdAt: clock.now() };
+}
+
+/** Adds a new signing key to the store's ring (`tabwire keys rotate`); the newest key signs from then on. */
+export async function rotateTokenKey(keys: ServerKeyStore, clock: Clock): Promise<string> {
+  const key = newTokenKey(clock);
+  await keys.insert(key);
+  return key.kid;
 }
 
 /**
@@ -76,11 +82,9 @@ export class TokenService {
 
   static async load(keys: ServerKeyStore, clock: Clock, issuer: string): Promise<TokenService> {
     const service = new TokenService(keys, clock, issuer);
+    // The ring's first key is created once for all nodes (ServerKeyStore.insertFirst), then everyone reads the ring.
+    await newestKey(keys, PURPOSE, () => newTokenKey(clock));
     await service.reload();
-    if (service.ring.length === 0) {
-      await rotateTokenKey(keys, clock);
-      await service.reload();
-    }
     return service;
   }
 
@@ -156,8 +160,13 @@ export class TokenService {
     return { accountId: payload.sub, userName, expires: payload.exp! };
   }
 
-  /** The public keys as a JWK Set (RFC 7517), for `/.well-known/jwks.json`. */
-  jwks(): { keys: object[] } {
+  /**
+   * The public keys as a JWK Set (RFC 7517), for `/.well-known/jwks.json`: the ring as the store holds it
+   * now (one shared read, see reload), so every node publishes the same set, a key rotated on another node
+   * included. Rejects with `store_unavailable` when the store cannot be read.
+   */
+  async jwks(): Promise<{ keys: object[] }> {
+    await this.reload();
     return {
       keys: this.ring.map((k) => ({ ...k.publicKey.export({ format: 'jwk' }), kid: k.kid, alg: ALGORITHM, use: 'sig' })),
     };

@@ -287,10 +287,13 @@ export class CallbackDeliverer {
     return url;
   }
 
-  /** Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2^(attempt-1), capped. */
+  /**
+   * Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2^(attempt-1), capped. Whole
+   * milliseconds: the time is stored in a bigint column, which PostgreSQL (and so the store) refuses 1.5 for.
+   */
   private backoff(attempt: number): number {
     const delay = Math.min(this.o.retryCapMs, this.o.retryBaseMs * 2 ** (attempt - 1));
-    return delay / 2 + Math.random() * (delay / 2);
+    return Math.floor(delay / 2 + Math.random() * (delay / 2));
   }
 
   private async send(callback: Callback): Promise<Outcome> {

@@ -3,7 +3,7 @@ import type { Config } from '../config/schema.js';
 import { createIdentity } from '../identity/create.js';
 import { canTransition, type IdentityState } from '../identity/identity.js';
 import { writeKeyFile } from '../identity/key-file.js';
-import { openSqliteStore } from '../store/sqlite.js';
+import { openStore } from '../store/open.js';
 
 const OPERATOR_MOVES: Record<string, IdentityState> = {
   approve: 'Approved',
@@ -23,7 +23,7 @@ export interface IdentityArgs {
 
 /** `tabwire identity create|approve|reject|obsolete|compromised|list`. Returns the text to print. */
 export async function identityCommand(config: Config, args: IdentityArgs): Promise<string> {
-  const store = await openSqliteStore(config.sqliteFile);
+  const store = await openStore(config);
   try {
     const { identities } = store;
     if (args.action === 'create') {

@@ -2,11 +2,11 @@ import { createApiKey } from '../agent/api-keys.js';
 import { rotateTokenKey, TokenService } from '../agent/tokens.js';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config/schema.js';
-import { openSqliteStore } from '../store/sqlite.js';
+import { openStore } from '../store/open.js';
 import type { Store } from '../store/stores.js';
 
 async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openSqliteStore(config.sqliteFile);
+  const store = await openStore(config);
   try {
     return await run(store);
   } finally {

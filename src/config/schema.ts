@@ -18,6 +18,8 @@ export const ConfigSchema = Type.Object(
      * and `sqliteFile` is ignored; every node of a cluster names the same database (docs/deployment.md).
      */
     databaseUrl: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+    /** Cluster mode: PostgreSQL connections one node keeps at most (docs/store.md "Pool size"). */
+    databasePoolSize: Type.Integer({ default: 10, minimum: 1, maximum: 1000 }),
     /**
      * Cluster mode: a Redis URL (`redis://host:port/db`). When set, the event bus, the per-tab event streams,
      * tab presence, XMPP event handlers, rate limits and leases are shared through it (docs/deployment.md).

@@ -67,5 +67,5 @@ export async function agentAccountRoutes(app: FastifyInstance, o: AgentAccountRo
     expires: request.agent!.expires,
   }));
 
-  app.get('/.well-known/jwks.json', async (_request, reply) => reply.header('cache-control', 'public, max-age=60').send(o.tokens.jwks()));
+  app.get('/.well-known/jwks.json', async (_request, reply) => reply.header('cache-control', 'public, max-age=60').send(await o.tokens.jwks()));
 }

@@ -197,7 +197,7 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   );
 
   // The key that verifies ServerSignature in results (docs/signing.md).
-  app.get('/.well-known/tabwire/result-keys', async () => ({ keys: [o.signer.publicJwk()] }));
+  app.get('/.well-known/tabwire/result-keys', async () => ({ keys: await o.signer.ringJwks() }));
   // The key that verifies backend callbacks (Standard Webhooks v1a; docs/backend.md). The same Ed25519 key.
   app.get('/.well-known/tabwire/webhook-key', async () => ({ key: `whpk_${o.signer.publicKeyBase64}`, jwk: o.signer.publicJwk() }));
 }

@@ -7,7 +7,8 @@ import { isXmlText } from '../xmpp/xml-payload.js';
  *
  * - `anyText`: no unpaired surrogate (U+D800-U+DFFF alone). JSON can carry one (`"\ud800"`), but it is not
  *   a Unicode scalar value, cannot be encoded as UTF-8 (it becomes U+FFFD, so two different strings hash,
- *   compare and sign alike), and canonical JSON, XML and URI encoding refuse it.
+ *   compare and sign alike), and canonical JSON, XML and URI encoding refuse it. No U+0000 either:
+ *   PostgreSQL text cannot hold it, nor be queried with it, and no identifier, URL or password needs it.
  * - `humanText`: text shown to people (a purpose, a property value, a file name, a subject): also no control
  *   characters (C0 U+0000-U+001F, DEL, C1 U+0080-U+009F; Unicode category Cc) and no U+FFFE/U+FFFF.
  * - `multilineText`: human text that may span lines: as humanText, but tab, line feed and carriage return pass.
@@ -16,7 +17,7 @@ import { isXmlText } from '../xmpp/xml-payload.js';
  * humanText and multilineText are subsets of xmlText, so a human-readable field may go into a stanza as is.
  */
 export const TEXT_FORMATS = {
-  text: { test: (s: string) => !/[\uD800-\uDFFF]/u.test(s), detail: 'must not contain unpaired surrogates (U+D800-U+DFFF)' },
+  text: { test: (s: string) => !/[\u0000\uD800-\uDFFF]/u.test(s), detail: 'must not contain U+0000 or unpaired surrogates (U+D800-U+DFFF)' },
   'human-text': {
     test: (s: string) => !/[\u0000-\u001F\u007F-\u009F\uD800-\uDFFF\uFFFE\uFFFF]/u.test(s),
     detail: 'must not contain control characters (U+0000-U+001F, U+007F-U+009F), unpaired surrogates or U+FFFE/U+FFFF',
@@ -52,7 +53,7 @@ const text =
   (options: StringOptions = {}): TString =>
     Type.String({ ...options, format });
 
-/** Any string: only unpaired surrogates are refused (identifiers, URLs, passwords, XML payloads). */
+/** Any string: only U+0000 and unpaired surrogates are refused (identifiers, URLs, passwords, XML payloads). */
 export const anyText = text('text');
 /** One line shown to people: no control characters. */
 export const humanText = text('human-text');

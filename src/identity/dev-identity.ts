@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Clock } from '../clock.js';
+import { newestKey } from '../store/key-ring.js';
 import type { Store } from '../store/stores.js';
 import { createIdentity } from './create.js';
 import { privateKeyFromPem } from './keys.js';
@@ -20,17 +21,24 @@ export interface DevIdentity {
  * ever enabled for loopback deployments unless the operator says otherwise (config `devApproval`).
  */
 export async function ensureDevIdentity(store: Store, clock: Clock, provider: string): Promise<DevIdentity> {
-  const [existing] = await store.serverKeys.list(PURPOSE);
-  if (existing) return { legalId: existing.kid, key: privateKeyFromPem(existing.privateKey) };
-  const { identity, privateKeyPem } = await createIdentity({
-    identities: store.identities,
-    clock,
-    provider,
-    properties: { ...DEV_PROPERTIES },
-    validDays: 3650,
-  });
-  await store.identities.transition(identity.id, 'Created', 'Approved', clock.now());
-  await store.serverKeys.insert({ kid: identity.id, purpose: PURPOSE, privateKey: privateKeyPem, publicKey: identity.clientPubKey, createdAt: clock.now() });
-  const [stored] = await store.serverKeys.list(PURPOSE);
-  return { legalId: stored!.kid, key: privateKeyFromPem(stored!.privateKey) };
+  const key = await newestKey(
+    store.serverKeys,
+    PURPOSE,
+    async () => {
+      const { identity, privateKeyPem } = await createIdentity({
+        identities: store.identities,
+        clock,
+        provider,
+        properties: { ...DEV_PROPERTIES },
+        validDays: 3650,
+      });
+      await store.identities.transition(identity.id, 'Created', 'Approved', clock.now());
+      return { kid: identity.id, purpose: PURPOSE, privateKey: privateKeyPem, publicKey: identity.clientPubKey, createdAt: clock.now() };
+    },
+    // Another node created the development identity first: the one made here is never used, so it may not sign.
+    async (lost) => {
+      await store.identities.transition(lost.kid, 'Approved', 'Obsoleted', clock.now());
+    },
+  );
+  return { legalId: key.kid, key: privateKeyFromPem(key.privateKey) };
 }

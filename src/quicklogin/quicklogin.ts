@@ -1,5 +1,6 @@
 import type { TabRegistry } from '../hub/registry.js';
 import type { Logger } from 'pino';
+import { clampSeconds } from '../agent/tokens.js';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import type { Delivery } from '../hub/delivery.js';
@@ -126,7 +127,8 @@ export class QuickLogin {
       propertyFilter: request.propertyFilter ?? null,
       attachmentFilter: request.attachmentFilter ?? null,
       serviceId: request.serviceId,
-      agentApiTimeout: request.agentApiTimeout ?? null,
+      // Whole seconds in 1..3600, as the token will be issued (docs/agent-api.md); the column is an integer.
+      agentApiTimeout: request.agentApiTimeout === undefined ? null : clampSeconds(request.agentApiTimeout),
       nonce: newNonce(),
       createdAt: now,
       expiresAt: now + this.o.codeValidityMs,

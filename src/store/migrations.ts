@@ -169,6 +169,30 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('codes_tab_signed').on('codes').columns(['tab_id', 'signed_at']).where('signed_at', 'is not', null).execute();
     },
   },
+  '0009_key_ring_generations': {
+    async up(db: Kysely<any>) {
+      // A key's place in its purpose's ring, unique per purpose: creating the first key is an insert of
+      // generation 0 that only one node can win, and "newest" no longer depends on the nodes' clocks.
+      await db.schema.alterTable('server_keys').addColumn('generation', 'integer', (c) => c.notNull().defaultTo(0)).execute();
+      // Existing keys: numbered in the order they were created (ties by kid), the same on every backend.
+      await db
+        .updateTable('server_keys')
+        .set((eb) => ({
+          generation: eb
+            .selectFrom('server_keys as older')
+            .select((o) => o.fn.countAll().as('n'))
+            .whereRef('older.purpose', '=', 'server_keys.purpose')
+            .where((o) =>
+              o.or([
+                o('older.created_at', '<', o.ref('server_keys.created_at')),
+                o.and([o('older.created_at', '=', o.ref('server_keys.created_at')), o('older.kid', '<', o.ref('server_keys.kid'))]),
+              ]),
+            ),
+        }))
+        .execute();
+      await db.schema.createIndex('server_keys_ring').on('server_keys').columns(['purpose', 'generation']).unique().execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

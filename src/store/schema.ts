@@ -1,6 +1,7 @@
 /**
- * Table shapes as Kysely sees them. Times are milliseconds since the epoch in `bigint` columns
- * (PostgreSQL returns those as strings, so readers convert with Number()).
+ * Table shapes as Kysely sees them. Times are milliseconds since the epoch in `bigint` columns (the
+ * PostgreSQL pool parses those into numbers, postgres/pool.ts; readers still convert with Number()).
+ * The column types themselves are in sql/column-rules.ts, checked on every write.
  */
 export interface TabsTable {
   tab_id: string;
@@ -81,6 +82,11 @@ export interface ServerKeysTable {
   private_key: string;
   public_key: string;
   created_at: number | string;
+  /**
+   * Position in the purpose's ring: 0 for the first key, then one more per rotation. Unique per purpose,
+   * so of two nodes creating a first key at once, or rotating at once, one insert wins (sql/server-key-store.ts).
+   */
+  generation: number;
 }
 
 export interface ServiceRegistrationsTable {

@@ -115,10 +115,22 @@ export interface ServerKey {
   createdAt: number;
 }
 
+/**
+ * The service's own keys, one ring per purpose, shared by every node on the store. Ring order is the order
+ * keys were added (not their `createdAt`: nodes' clocks differ).
+ */
 export interface ServerKeyStore {
-  /** Newest first. */
+  /** A purpose's keys, newest first. */
   list(purpose: string): Promise<ServerKey[]>;
-  /** Inserts unless a key with that kid exists. */
+  /**
+   * Stores `key` as its purpose's first key unless the purpose has a key already; returns whether it did.
+   * Of concurrent callers, on any nodes, exactly one stores its key: callers then use the ring's newest.
+   */
+  insertFirst(key: ServerKey): Promise<boolean>;
+  /**
+   * Adds `key` as its purpose's newest key (a rotation); concurrent rotations each get their own place in
+   * the ring. A kid stored already is left as it is.
+   */
   insert(key: ServerKey): Promise<void>;
 }
 

@@ -8,7 +8,7 @@ import { createBus, createLeases } from '../cluster/factories.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import { connectRedis, type RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/schema.js';
-import { openSqliteStore } from '../store/sqlite.js';
+import { openStore } from '../store/open.js';
 import type { Store } from '../store/stores.js';
 import type { Lifecycle } from './area.js';
 
@@ -55,7 +55,7 @@ export interface SharedDeps {
  */
 export async function openShared(config: Config, deps: SharedDeps, log: Logger): Promise<SharedState> {
   const nodeId = randomUUID();
-  const store = deps.store ?? (await openSqliteStore(config.sqliteFile));
+  const store = deps.store ?? (await openStore(config, log.child({ module: 'store' })));
   const redis = config.redisUrl === undefined ? undefined : connectRedis(config.redisUrl, log, { prefix: config.redisKeyPrefix });
   const bus = deps.bus ?? (await createBus(redis, log));
   const clustered = deps.broker !== undefined || redis !== undefined;

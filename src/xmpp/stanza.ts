@@ -11,6 +11,8 @@ export const CLIENT_NS = 'jabber:client';
  */
 const CONTENT_NAMESPACES = new Set([CLIENT_NS, 'jabber:server', 'jabber:component:accept']);
 const NS_STANZAS = 'urn:ietf:params:xml:ns:xmpp-stanzas';
+/** The message types RFC 6121 §5.2.2 defines. */
+const MESSAGE_TYPES = new Set(['chat', 'error', 'groupchat', 'headline', 'normal']);
 /** Children that carry the message itself rather than a payload (RFC 6121 §5.2.3-5.2.5). */
 const MESSAGE_FIELDS = new Set(['body', 'subject', 'thread']);
 
@@ -21,8 +23,11 @@ const MESSAGE_FIELDS = new Set(['body', 'subject', 'thread']);
 export function parseMessageStanza(stanza: xml.Element): InboundMessage | undefined {
   if (stanza.name !== 'message') return undefined;
   const { from, to, id } = stanza.attrs;
-  const type = stanza.attrs.type ?? 'normal'; // RFC 6121 §5.2.2
-  if (type === 'error' || from === undefined || to === undefined) return undefined;
+  const given = stanza.attrs.type ?? 'normal';
+  if (given === 'error' || from === undefined || to === undefined) return undefined;
+  // RFC 6121 §5.2.2: a type the receiver does not understand is treated as 'normal'. Handlers select on
+  // the five defined types only, and the stored message's type column holds at most 16 characters.
+  const type = MESSAGE_TYPES.has(given) ? given : 'normal';
   const children = stanza.getChildElements();
   const first = children.find((child) => !MESSAGE_FIELDS.has(child.getName()) || !isContent(child)) ?? children[0];
   const body = stanza.getChild('body');

@@ -77,7 +77,10 @@ async function codeFor(page: Page, purpose: string): Promise<string> {
     }, purpose);
     if (answer.status === 200) return answer.body.signUrl!;
     last = `${answer.status} ${answer.body.code}`;
-    if (answer.status !== 404 || Date.now() > deadline) throw new Error(`no code for the page's tab: ${last}`);
+    // Not registered yet: 404, or 403 session_missing while the page's WebSocket handshake (which sets the
+    // session cookie) is still on its way through the proxy, as happens on a busy machine.
+    const notYet = answer.status === 404 || answer.body.code === 'session_missing';
+    if (!notYet || Date.now() > deadline) throw new Error(`no code for the page's tab: ${last}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

@@ -1,10 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
+import { postgresDatabase } from '../helpers/backends.js';
 import { post, registered } from '../helpers/http.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 import { makeIdentity, startService, type TestService } from '../helpers/service.js';
@@ -12,25 +10,23 @@ import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
 /**
- * Three nodes on one store and one Redis, in this process: a tab's WebSocket on one node, its QR
+ * Three nodes on one PostgreSQL database and one Redis, in this process: a tab's WebSocket on one node, its QR
  * request on another, the signature on a third (docs/deployment.md). No load balancer: the test
  * picks the node of each request itself, as a round-robin balancer without stickiness would.
  */
 let redis: RedisServer;
 let nodes: TestService[];
-let dir: string;
 
 beforeAll(async () => {
   redis = await startRedis();
-  dir = mkdtempSync(join(tmpdir(), 'tabwire-cluster-'));
-  const sqliteFile = join(dir, 'shared.sqlite');
+  // One PostgreSQL database for the nodes, as in a real cluster.
+  const databaseUrl = await postgresDatabase();
   nodes = [];
-  for (let i = 0; i < 3; i++) nodes.push(await startService({ redisUrl: redis.url, instanceId: 'generation-1' }, { sqliteFile }));
+  for (let i = 0; i < 3; i++) nodes.push(await startService({ redisUrl: redis.url, instanceId: 'generation-1' }, { databaseUrl }));
 });
 afterAll(async () => {
   for (const node of nodes ?? []) await node.close();
   await redis?.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 /** The same path on another node. */

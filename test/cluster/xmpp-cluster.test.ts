@@ -1,8 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import xml from '@xmpp/xml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { postgresDatabase } from '../helpers/backends.js';
 import { post, registered } from '../helpers/http.js';
 import { startProsody, type ProsodyServer } from '../helpers/prosody.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
@@ -12,7 +10,7 @@ import { until } from '../helpers/until.js';
 import { startXmppClient, type TestXmppClient } from '../helpers/xmpp-client.js';
 
 /**
- * Three nodes on one store and one Redis, attached to one Prosody: one node holds the component
+ * Three nodes on one PostgreSQL database and one Redis, attached to one Prosody: one node holds the component
  * connection (a lease), handlers registered through any node reach tabs on any node, and sends from
  * any node go out through the holder (docs/deployment.md, docs/redis.md). Every node has the public
  * base URL of the deployment (tokens name it as their issuer), as behind a load balancer.
@@ -22,7 +20,6 @@ let prosody: ProsodyServer;
 let nodes: TestService[];
 let human: TestXmppClient;
 let jwt: string;
-let dir: string;
 
 const chat = (to: string, text: string, extra: xml.Element) => xml('message', { to, type: 'chat', id: `m-${Math.random()}` }, xml('body', {}, text), extra);
 
@@ -30,14 +27,14 @@ beforeAll(async () => {
   redis = await startRedis();
   prosody = await startProsody();
   await prosody.register('human', 'human-password');
-  dir = mkdtempSync(join(tmpdir(), 'tabwire-xmpp-cluster-'));
-  const sqliteFile = join(dir, 'shared.sqlite');
+  // One PostgreSQL database for the nodes, as in a real cluster.
+  const databaseUrl = await postgresDatabase();
   nodes = [];
   for (let i = 0; i < 3; i++) {
     nodes.push(
       await startService(
         { redisUrl: redis.url, instanceId: 'generation-1', publicBaseUrl: 'http://tabwire.test', xmppService: prosody.componentService, xmppComponentDomain: prosody.componentDomain, xmppComponentSecret: prosody.componentSecret, openRegistration: true },
-        { sqliteFile, realClock: true },
+        { databaseUrl, realClock: true },
       ),
     );
   }
@@ -51,7 +48,6 @@ afterAll(async () => {
   for (const node of nodes ?? []) await node.close();
   await prosody?.stop();
   await redis?.stop();
-  rmSync(dir, { recursive: true, force: true });
 });
 
 describe('XMPP in a cluster', () => {

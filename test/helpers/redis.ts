@@ -106,7 +106,7 @@ export function testConnection(url: string, prefix: string): RedisConnection {
   return connectRedis(url, pino({ level: 'silent' }), { prefix, name: 'tabwire-test' });
 }
 
-/** The run's shared Redis (test/global-redis.ts): `inject('redisUrl')` in a test file. */
+/** The run's shared Redis (test/setup/redis.ts): `inject('redisUrl')` in a test file. */
 declare module 'vitest' {
   export interface ProvidedContext {
     redisUrl: string;

@@ -10,7 +10,7 @@ import { loadConfig } from '../../src/config/load.js';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { createIdentity } from '../../src/identity/create.js';
 import type { Store } from '../../src/store/stores.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
+import { openStore } from '../../src/store/open.js';
 
 /** A free loopback port (closed again before use; good enough for tests on one machine). */
 export async function freePort(): Promise<number> {
@@ -55,19 +55,26 @@ export interface StartOptions {
   resolve?: Resolver;
   /** Reuse an existing database file (restart tests). */
   sqliteFile?: string;
+  /**
+   * Run on PostgreSQL instead of SQLite (cluster mode's store): several services given one URL share one
+   * database, as the nodes of a cluster do. test/helpers/backends.ts `postgresDatabase()` makes a fresh one.
+   */
+  databaseUrl?: string;
 }
 
-/** A real tabwire on a loopback port with its own SQLite file and a clock the test moves. */
+/** A real tabwire on a loopback port with its own SQLite file (or a PostgreSQL database) and a clock the test moves. */
 export async function startService(overrides: Partial<ConfigInput> = {}, options: StartOptions = {}): Promise<TestService> {
   const dir = mkdtempSync(join(tmpdir(), 'tabwire-test-'));
   const config = loadConfig({}, {
     port: overrides.port ?? (await freePort()),
     sqliteFile: options.sqliteFile ?? join(dir, 'tabwire.sqlite'),
+    ...(options.databaseUrl === undefined ? {} : { databaseUrl: options.databaseUrl }),
     logLevel: 'silent',
     ...overrides,
   });
   const clock = new ManualClock();
-  const store = await openSqliteStore(config.sqliteFile);
+  // The way the service and the CLI open it (src/store/open.ts).
+  const store = await openStore(config);
   const deps: Deps = { clock: options.realClock ? (systemClock as Clock) : clock, store, resolve: options.resolve ?? testResolver() };
   const app = await buildApp(config, deps);
   const { port } = config;

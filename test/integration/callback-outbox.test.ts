@@ -9,7 +9,7 @@ import { afterEach, beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { CallbackDeliverer } from '../../src/callbacks/deliverer.js';
 import { ManualClock } from '../../src/clock.js';
 import { createMetrics } from '../../src/metrics.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { Callback, Store } from '../../src/store/stores.js';
 import { testResolver } from '../helpers/service.js';
 import { selfSignedCertificate } from '../helpers/tls.js';

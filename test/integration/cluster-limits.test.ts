@@ -12,7 +12,7 @@ import { loadConfig } from '../../src/config/load.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
 import { registerRequestLimits, type RequestLimitName } from '../../src/http/request-limits.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { Store } from '../../src/store/stores.js';
 import { startRedis, testConnection, testPrefix } from '../helpers/redis.js';
 import { until } from '../helpers/until.js';

@@ -23,13 +23,19 @@ class FakeKeys implements ServerKeyStore {
   async list(purpose: string): Promise<ServerKey[]> {
     this.reads++;
     // A read sees the rows as they were when it started, as a database snapshot would.
-    const snapshot = this.rows.filter((k) => k.purpose === purpose).sort((a, b) => b.createdAt - a.createdAt);
+    // Newest first in ring order (the order keys were added), as the SQL store keeps it.
+    const snapshot = this.rows.filter((k) => k.purpose === purpose).reverse();
     if (this.gate) await this.gate;
     if (this.failing) throw new Error('disk I/O error');
     return snapshot;
   }
   async insert(key: ServerKey): Promise<void> {
     if (!this.rows.some((k) => k.kid === key.kid)) this.rows.push(key);
+  }
+  async insertFirst(key: ServerKey): Promise<boolean> {
+    if (this.rows.some((k) => k.purpose === key.purpose || k.kid === key.kid)) return false;
+    this.rows.push(key);
+    return true;
   }
   hold(): void {
     this.gate = new Promise((resolve) => (this.open = resolve));

@@ -5,7 +5,7 @@ import { buildApp } from '../../src/app.js';
 import { ManualClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { redactUrl } from '../../src/http/request-log.js';
-import { openSqliteStore } from '../../src/store/sqlite.js';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { Store } from '../../src/store/stores.js';
 
 const CODE = 'Zq3x9KpLmN0aBcDeFgHiJk';

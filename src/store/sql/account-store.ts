@@ -36,7 +36,7 @@ export class SqlAccountStore implements AccountStore {
   }
 
   async list(): Promise<Account[]> {
-    return (await this.db.selectFrom('accounts').selectAll().orderBy('created_at').execute()).map(toAccount);
+    return (await this.db.selectFrom('accounts').selectAll().orderBy('created_at').orderBy('id').execute()).map(toAccount);
   }
 
   async setState(id: string, state: AccountState): Promise<boolean> {

@@ -27,7 +27,7 @@ export class SqlApiKeyStore implements ApiKeyStore {
   }
 
   async list(): Promise<ApiKey[]> {
-    return (await this.db.selectFrom('api_keys').selectAll().orderBy('created_at').execute()).map(toKey);
+    return (await this.db.selectFrom('api_keys').selectAll().orderBy('created_at').orderBy('id').execute()).map(toKey);
   }
 
   async revoke(id: string, now: number): Promise<boolean> {

@@ -1,7 +1,8 @@
-import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CallbacksTable, Database } from '../schema.js';
 import type { Callback, CallbackState, CallbackStore } from '../stores.js';
-import { GroupCommit, outboxCommitQueue } from './group-commit.js';
+import type { SqlFlavour } from './flavour.js';
+import { batchStart, GroupCommit, outboxCommitQueue } from './group-commit.js';
 
 const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   id: row.id,
@@ -45,15 +46,18 @@ const PLACEHOLDER: Callback = {
 };
 
 /** The callbacks insert (a new id only), compiled once per database; parameters in `toCallbackRow`'s order. */
-const insertSql = new WeakMap<Kysely<Database>, string>();
-export function callbackInsertSql(db: Kysely<Database>): string {
-  let sql = insertSql.get(db);
-  if (sql === undefined) {
-    sql = db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile().sql;
-    insertSql.set(db, sql);
+const insertSql = new WeakMap<Kysely<Database>, CompiledQuery>();
+export function callbackInsertSql(db: Kysely<Database>): CompiledQuery {
+  let compiled = insertSql.get(db);
+  if (compiled === undefined) {
+    compiled = db.insertInto('callbacks').values(toCallbackRow(PLACEHOLDER, 0)).onConflict((oc) => oc.column('id').doNothing()).compile();
+    insertSql.set(db, compiled);
   }
-  return sql;
+  return compiled;
 }
+
+/** PostgreSQL text cannot hold U+0000; an error text from the network is diagnostics, so it is kept with the character replaced. */
+const storableError = (error: string): string => error.replace(/\u0000/g, '\uFFFD');
 
 /** The durable callback outbox in SQL. Claims are conditional UPDATEs, so several nodes can share it. */
 export class SqlCallbackStore implements CallbackStore {
@@ -62,14 +66,17 @@ export class SqlCallbackStore implements CallbackStore {
   private readonly inserts: GroupCommit;
   private readonly deliveries: GroupCommit;
 
-  constructor(private readonly db: Kysely<Database>) {
-    this.inserts = new GroupCommit(db, callbackInsertSql(db), 'immediate');
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly flavour: SqlFlavour,
+  ) {
+    this.inserts = new GroupCommit(db, callbackInsertSql(db), batchStart(flavour, 'immediate'));
     this.deliveries = new GroupCommit(
       db,
-      db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile().sql,
+      db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile(),
       // Answers arrive from many backends' sockets at once: one commit per loop turn, shared with the
       // code settlements that store callbacks (see group-commit.ts).
-      outboxCommitQueue(db),
+      outboxCommitQueue(db, flavour),
     );
   }
 
@@ -87,29 +94,27 @@ export class SqlCallbackStore implements CallbackStore {
   }
 
   async claimDue(now: number, leaseMs: number, limit: number): Promise<Callback[]> {
-    const candidates = await this.db
-      .selectFrom('callbacks')
-      .selectAll()
-      .where('state', '=', 'pending')
-      .where('next_attempt_at', '<=', now)
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .orderBy('next_attempt_at')
-      .limit(limit)
+    // One statement: the rows leased are the rows returned. On PostgreSQL the subquery locks what it takes
+    // and passes over rows another node's claim holds; a row another claim leased and committed after this
+    // statement started is re-checked against the WHERE when locked (READ COMMITTED), so it is left out.
+    const rows = await this.db
+      .updateTable('callbacks')
+      .set({ lease_until: now + leaseMs })
+      .where('id', 'in', (eb) => {
+        const due = eb
+          .selectFrom('callbacks')
+          .select('id')
+          .where('state', '=', 'pending')
+          .where('next_attempt_at', '<=', now)
+          .where((w) => w.or([w('lease_until', 'is', null), w('lease_until', '<', now)]))
+          .orderBy('next_attempt_at')
+          .limit(limit);
+        return this.flavour.skipLocked ? due.forUpdate().skipLocked() : due;
+      })
+      .returningAll()
       .execute();
-    const claimed: Callback[] = [];
-    for (const row of candidates) {
-      const id = row.id;
-      const result = await this.db
-        .updateTable('callbacks')
-        .set({ lease_until: now + leaseMs })
-        .where('id', '=', id)
-        .where('state', '=', 'pending')
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-        .executeTakeFirst();
-      if (Number(result.numUpdatedRows) !== 1) continue; // another node took it
-      claimed.push(toCallback(row));
-    }
-    return claimed;
+    // RETURNING has no order of its own: oldest due first, as the subquery chose them.
+    return rows.map(toCallback).sort((a, b) => a.nextAttemptAt - b.nextAttemptAt);
   }
 
   async renewLease(id: string, heldUntil: number, until: number): Promise<boolean> {
@@ -131,7 +136,7 @@ export class SqlCallbackStore implements CallbackStore {
   async reschedule(id: string, attempts: number, nextAttemptAt: number, error: string): Promise<void> {
     await this.db
       .updateTable('callbacks')
-      .set({ attempts, next_attempt_at: nextAttemptAt, last_error: error, lease_until: null })
+      .set({ attempts, next_attempt_at: nextAttemptAt, last_error: storableError(error), lease_until: null })
       .where('id', '=', id)
       .where('state', '=', 'pending')
       .execute();
@@ -145,7 +150,7 @@ export class SqlCallbackStore implements CallbackStore {
   async finish(id: string, state: 'gone' | 'expired', attempts: number, error: string): Promise<void> {
     await this.db
       .updateTable('callbacks')
-      .set({ state, attempts, last_error: error, lease_until: null })
+      .set({ state, attempts, last_error: storableError(error), lease_until: null })
       .where('id', '=', id)
       .where('state', '=', 'pending')
       .execute();

@@ -1,9 +1,9 @@
-import type { Insertable, Kysely, Selectable } from 'kysely';
+import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
 import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from '../stores.js';
 import { callbackInsertSql, toCallbackRow } from './callback-store.js';
-import { GroupCommit } from './group-commit.js';
-import { outboxCommitQueue, rowsChanged } from './group-commit.js';
+import type { SqlFlavour } from './flavour.js';
+import { batchStart, GroupCommit, outboxCommitQueue, rowsChanged } from './group-commit.js';
 
 /** Any complete code: only its shape matters for compiling the insert. */
 const PLACEHOLDER: LoginCode = {
@@ -55,13 +55,16 @@ const RECENT_EVENTS_LIMIT = 20;
 export class SqlCodeStore implements CodeStore {
   /**
    * The insert runs on the QR hot path (a new code every 2 s per waiting tab), so Kysely builds and
-   * compiles it once; each insert only binds new parameters, in the column order of `toRow`.
+   * compiles it once; each insert only binds new parameters, in the column order of `toRow`, and is
+   * group-committed where the flavour does that.
    */
-  /** The insert is on the QR hot path (a new code every 2 s per waiting tab): compiled once, group-committed. */
   private readonly inserts: GroupCommit;
 
-  constructor(private readonly db: Kysely<Database>) {
-    this.inserts = new GroupCommit(db, db.insertInto('codes').values(toRow(PLACEHOLDER)).compile().sql, 'turn');
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly flavour: SqlFlavour,
+  ) {
+    this.inserts = new GroupCommit(db, db.insertInto('codes').values(toRow(PLACEHOLDER)).compile(), batchStart(flavour, 'turn'));
   }
 
   async insert(c: LoginCode): Promise<void> {
@@ -74,7 +77,9 @@ export class SqlCodeStore implements CodeStore {
   }
 
   async settle(code: string, o: Settlement): Promise<boolean> {
-    // One conditional UPDATE: the database decides which of concurrent signatures wins.
+    // One conditional UPDATE: the database decides which of concurrent signatures wins. On PostgreSQL the
+    // second of two concurrent updates waits for the first's row lock, then re-checks `state = 'pending'`
+    // on the committed row (READ COMMITTED) and changes nothing: exactly one wins on any number of nodes.
     const settle = (db: Kysely<Database>) =>
       db
         .updateTable('codes')
@@ -91,7 +96,7 @@ export class SqlCodeStore implements CodeStore {
     // commit per loop turn under load), both statements compiled once (docs/benchmarks.md "callbacks").
     const sql = this.settleSql();
     const tabEvent = o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent);
-    return outboxCommitQueue(this.db).unit(async (trx) => {
+    return outboxCommitQueue(this.db, this.flavour).unit(async (trx) => {
       // Parameters in the compiled statement's order: set state, legal_id, signed_at, tab_event; where code, state, expires_at.
       if ((await rowsChanged(trx, sql.settle, [o.state, o.legalId, o.now, tabEvent, code, 'pending', o.now])) !== 1) return false;
       await rowsChanged(trx, sql.insertCallback, Object.values(toCallbackRow(callback.callback, callback.leaseUntil ?? null)));
@@ -99,8 +104,8 @@ export class SqlCodeStore implements CodeStore {
     });
   }
 
-  private compiledSettle: { settle: string; insertCallback: string } | undefined;
-  private settleSql(): { settle: string; insertCallback: string } {
+  private compiledSettle: { settle: CompiledQuery; insertCallback: CompiledQuery } | undefined;
+  private settleSql(): { settle: CompiledQuery; insertCallback: CompiledQuery } {
     this.compiledSettle ??= {
       settle: this.db
         .updateTable('codes')
@@ -108,7 +113,7 @@ export class SqlCodeStore implements CodeStore {
         .where('code', '=', '')
         .where('state', '=', 'pending')
         .where('expires_at', '>', 0)
-        .compile().sql,
+        .compile(),
       insertCallback: callbackInsertSql(this.db),
     };
     return this.compiledSettle;
@@ -123,6 +128,7 @@ export class SqlCodeStore implements CodeStore {
       .where('signed_at', '>=', since)
       .where('tab_event', 'is not', null)
       .orderBy('signed_at')
+      .orderBy('code')
       .limit(RECENT_EVENTS_LIMIT)
       .execute();
     return rows.map((r) => ({ code: r.code, signedAt: Number(r.signed_at), event: JSON.parse(r.tab_event!) as TabEventRecord['event'] }));

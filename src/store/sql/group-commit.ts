@@ -1,13 +1,18 @@
 import { CompiledQuery, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
+import type { SqlFlavour } from './flavour.js';
 
 /**
  * When a batch starts. `turn`: calls of the same event-loop turn are collected first (best when
  * many HTTP requests arrive together, as QR requests do). `immediate`: a lone caller is written at
  * once and only calls arriving while a write is in progress wait for the next batch (best for a
- * caller that awaits each write in turn).
+ * caller that awaits each write in turn). `off`: no batches; every write runs at once on its own
+ * (PostgreSQL: the pool's connections write side by side, and the server groups their commits itself).
  */
-export type BatchStart = 'turn' | 'immediate';
+export type BatchStart = 'turn' | 'immediate' | 'off';
+
+/** A batch mode, or `off` where the flavour does not group-commit (docs/store.md "Group commit"). */
+export const batchStart = (flavour: SqlFlavour, start: Exclude<BatchStart, 'off'>): BatchStart => (flavour.groupCommit ? start : 'off');
 
 /**
  * What a unit of work may use: the batch's transaction, or (a unit retried alone) a transaction of its own.
@@ -23,9 +28,15 @@ interface Item {
   reject: (err: unknown) => void;
 }
 
-/** Runs a statement compiled once (hot paths skip Kysely's per-call build and compile); resolves with the rows it changed. */
-export const rowsChanged = async (executor: Pick<Kysely<Database>, 'executeQuery'>, sql: string, params: readonly unknown[]): Promise<number> =>
-  Number((await executor.executeQuery(CompiledQuery.raw(sql, [...params]))).numAffectedRows ?? 0n);
+/**
+ * Runs a statement compiled once (hot paths skip Kysely's per-call build and compile) with new parameters;
+ * resolves with the rows it changed. Given the CompiledQuery (not only its text), the statement keeps its
+ * query node, so the column rules still check the new parameters (column-rules.ts).
+ */
+export const rowsChanged = async (executor: Pick<Kysely<Database>, 'executeQuery'>, statement: string | CompiledQuery, params: readonly unknown[]): Promise<number> => {
+  const query = typeof statement === 'string' ? CompiledQuery.raw(statement, [...params]) : { ...statement, parameters: [...params] };
+  return Number((await executor.executeQuery(query)).numAffectedRows ?? 0n);
+};
 
 /**
  * Group commit: writes of many callers share one transaction, so under load a commit (the dominant
@@ -33,6 +44,9 @@ export const rowsChanged = async (executor: Pick<Kysely<Database>, 'executeQuery
  * batch. A write is one compiled statement (`run`) or a unit of several dependent statements (`unit`,
  * e.g. settle a code and store its callback). Each caller resolves only once its write is committed; if
  * a batch fails, every write in it is retried alone, so one failing write cannot fail its neighbours.
+ * Nothing here depends on SQLite's single connection: a batch is one Kysely transaction, which holds
+ * one connection (of a pool too) from BEGIN to COMMIT; on PostgreSQL any failed statement aborts the
+ * whole transaction, and a deadlock between two nodes' batches is such a failure, retried alone.
  */
 export class CommitQueue {
   private pending: Item[] = [];
@@ -45,7 +59,7 @@ export class CommitQueue {
   ) {}
 
   /** Runs one compiled statement; resolves with the number of rows it changed. */
-  run(sql: string, params: readonly unknown[]): Promise<number> {
+  run(sql: string | CompiledQuery, params: readonly unknown[]): Promise<number> {
     const once = (executor: Pick<Kysely<Database>, 'executeQuery'>) => rowsChanged(executor, sql, params);
     return this.add(once, once) as Promise<number>;
   }
@@ -56,6 +70,7 @@ export class CommitQueue {
   }
 
   private add(work: Item['work'], alone: Item['alone']): Promise<unknown> {
+    if (this.start === 'off') return alone(this.db);
     return new Promise((resolve, reject) => {
       this.pending.push({ work, alone, resolve, reject });
       if (this.writing || this.scheduled) return;
@@ -108,7 +123,7 @@ export class GroupCommit {
   /** With a BatchStart, the statement has a queue of its own; with a CommitQueue, it shares that queue's transactions. */
   constructor(
     db: Kysely<Database>,
-    private readonly sql: string,
+    private readonly sql: string | CompiledQuery,
     start: BatchStart | CommitQueue,
   ) {
     this.queue = start instanceof CommitQueue ? start : new CommitQueue(db, start);
@@ -127,10 +142,10 @@ const outboxQueues = new WeakMap<Kysely<Database>, CommitQueue>();
  * (code store) and marking callbacks delivered (callback store). Both come from I/O (a signature request,
  * a backend's answer), so a batch collects one loop turn: one commit per turn for all of them.
  */
-export function outboxCommitQueue(db: Kysely<Database>): CommitQueue {
+export function outboxCommitQueue(db: Kysely<Database>, flavour: SqlFlavour): CommitQueue {
   let queue = outboxQueues.get(db);
   if (!queue) {
-    queue = new CommitQueue(db, 'turn');
+    queue = new CommitQueue(db, batchStart(flavour, 'turn'));
     outboxQueues.set(db, queue);
   }
   return queue;

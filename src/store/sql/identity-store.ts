@@ -50,7 +50,7 @@ export class SqlIdentityStore implements IdentityStore {
   async list(accountId?: string): Promise<Identity[]> {
     let query = this.db.selectFrom('identities').selectAll();
     if (accountId !== undefined) query = query.where('account_id', '=', accountId);
-    const rows = await query.orderBy('created_at').execute();
+    const rows = await query.orderBy('created_at').orderBy('id').execute();
     return rows.map(toIdentity);
   }
 

@@ -1,5 +1,5 @@
 import type { TestProject } from 'vitest/node';
-import { startRedis } from './helpers/redis.js';
+import { startRedis } from '../helpers/redis.js';
 
 /**
  * One private redis-server per test run, shared by the files that only need a Redis (each uses its own

@@ -1,0 +1,142 @@
+/**
+ * Store writes on PostgreSQL, group commit against plain pooled writes (docs/store.md "Group commit"):
+ * the two hot-path writes (a QR code insert; a backend-mode settlement, which settles a code and stores its
+ * callback in one transaction) from C concurrent callers, through the real SqlCodeStore on a private
+ * PostgreSQL 15 with fsync on, once with the outbox writes group-committed (one transaction per batch on one
+ * pooled connection) and once without (each write on its own connection of the pool). Rounds of the two
+ * modes alternate; rates are medians. PostgreSQL runs on the same 2 cores as this process.
+ */
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import { Kysely, PostgresDialect } from 'kysely';
+import { postgresUnavailable } from '../src/store/postgres/errors.js';
+import { postgresFlavour } from '../src/store/postgres/flavour.js';
+import { migrateLocked } from '../src/store/postgres/migrate-lock.js';
+import { createPool } from '../src/store/postgres/pool.js';
+import type { Database } from '../src/store/schema.js';
+import type { SqlFlavour } from '../src/store/sql/flavour.js';
+import { guardedDialect } from '../src/store/sql/guarded-dialect.js';
+import { createSqlStore } from '../src/store/sql/sql-store.js';
+import type { LoginCode, Store } from '../src/store/stores.js';
+import { startPostgres } from '../test/helpers/postgres.js';
+import { machineLine, revision } from './lib/channel-common.js';
+import { formatRate, percentile, table } from './lib/stats.js';
+import { backgroundLoad } from './lib/sysload.js';
+import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
+
+const ROUND_MS = 2_000;
+const ROUNDS = 2;
+const CONCURRENCY = [1, 16, 64] as const;
+const POOL_SIZE = 10;
+const NOW = 1_700_000_000_000;
+
+type Mode = 'group commit' | 'plain';
+type Op = 'code insert' | 'settle + callback';
+
+const code = (id: string, serviceId: string): LoginCode => ({
+  code: id, tabId: 'tab-12345678', sessionHash: 'h'.repeat(43), origin: 'https://app.example', purpose: 'Log in to the bench', propertyFilter: null,
+  attachmentFilter: null, serviceId, agentApiTimeout: null, nonce: randomBytes(16).toString('base64url'), createdAt: NOW,
+  expiresAt: NOW + 300_000, state: 'pending', legalId: null, signedAt: null,
+});
+
+async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
+  const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: createPool(url, { size: POOL_SIZE }) }), postgresUnavailable) });
+  await migrateLocked(db);
+  return createSqlStore(db, flavour, () => db.destroy());
+}
+
+let serial = 0;
+const nextId = () => `b${(serial++).toString(36)}-${randomBytes(6).toString('hex')}`;
+
+/** C callers doing `op` back to back for ROUND_MS; ops/s and latency percentiles. */
+async function round(store: Store, op: Op, concurrency: number): Promise<{ rate: number; p50: number; p99: number }> {
+  // Settlements need pending codes: made before the clock starts.
+  const pending: string[] = [];
+  if (op === 'settle + callback') {
+    const want = 8_000;
+    for (let i = 0; i < want; i += 500) {
+      await Promise.all(Array.from({ length: 500 }, () => {
+        const id = nextId();
+        pending.push(id);
+        return store.codes.insert(code(id, 'svc'));
+      }));
+    }
+  }
+  const latencies: number[] = [];
+  const end = performance.now() + ROUND_MS;
+  const start = performance.now();
+  const worker = async () => {
+    while (performance.now() < end) {
+      const t = performance.now();
+      if (op === 'code insert') await store.codes.insert(code(nextId(), ''));
+      else {
+        const id = pending.pop();
+        if (id === undefined) return;
+        const cb = { id: `msg_${id}`, serviceId: 'svc', tabId: '', tabSession: null, url: 'https://backend.example/cb', body: '{}', webhookSecret: null,
+          state: 'pending' as const, attempts: 0, nextAttemptAt: NOW, deadline: NOW + 3_600_000, lastError: null, createdAt: NOW, deliveredAt: null };
+        const won = await store.codes.settle(id, { state: 'approved', legalId: 'legal@bench', now: NOW + 1, callback: { callback: cb, leaseUntil: NOW + 60_000 } });
+        if (!won) throw new Error(`settlement of ${id} lost`);
+      }
+      latencies.push(performance.now() - t);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const ms = performance.now() - start;
+  return { rate: (latencies.length / ms) * 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+}
+
+export const storeWrites: Benchmark = {
+  name: 'store-writes',
+  description: 'PostgreSQL hot-path writes: group commit vs plain pooled writes',
+  async run(): Promise<BenchReport> {
+    const idle = await backgroundLoad();
+    const server = await startPostgres({ fsync: true });
+    const measurements: Measurement[] = [];
+    const rows: string[][] = [];
+    try {
+      const stores: Record<Mode, Store> = {
+        'group commit': await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: true }),
+        plain: await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: false }),
+      };
+      for (const op of ['code insert', 'settle + callback'] as const) {
+        for (const concurrency of CONCURRENCY) {
+          const results: Record<Mode, { rate: number; p50: number; p99: number }[]> = { 'group commit': [], plain: [] };
+          for (let r = 0; r < ROUNDS; r++) {
+            for (const mode of r % 2 === 0 ? (['group commit', 'plain'] as const) : (['plain', 'group commit'] as const)) {
+              results[mode].push(await round(stores[mode], op, concurrency));
+            }
+          }
+          for (const mode of ['group commit', 'plain'] as const) {
+            const rate = percentile(results[mode].map((x) => x.rate), 50);
+            const p50 = percentile(results[mode].map((x) => x.p50), 50);
+            const p99 = percentile(results[mode].map((x) => x.p99), 50);
+            rows.push([op, String(concurrency), mode, formatRate(rate), p50.toFixed(2), p99.toFixed(2)]);
+            measurements.push({
+              key: `${op}.${concurrency}.${mode}`,
+              label: `${op}, ${concurrency} callers, ${mode}`,
+              rate,
+              unit: 'write',
+              count: Math.round((rate * ROUND_MS * ROUNDS) / 1000),
+              windowMs: ROUND_MS * ROUNDS,
+              latencyMs: { p50, p99, max: Math.max(...results[mode].map((x) => x.p99)) },
+            });
+          }
+        }
+      }
+      await Promise.all(Object.values(stores).map((s) => s.close()));
+    } finally {
+      await server.stop();
+    }
+    return {
+      title: 'store-writes: PostgreSQL group commit vs plain pooled writes',
+      context: [
+        machineLine(),
+        `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
+        `other processes used ${idle.toFixed(0)}% of a core before the run`,
+      ],
+      sections: [{ heading: 'Writes per second and latency (ms)', lines: table(['write', 'callers', 'mode', 'writes/s', 'p50', 'p99'], rows) }],
+      measurements,
+      budgets: [],
+    };
+  },
+};

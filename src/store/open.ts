@@ -1,0 +1,14 @@
+import type { Config } from '../config/schema.js';
+import { openPostgresStore } from './postgres/open.js';
+import type { PoolLog } from './postgres/pool.js';
+import { openSqliteStore } from './sqlite/open.js';
+import type { Store } from './stores.js';
+
+/**
+ * The store a node runs on, as the configuration says: PostgreSQL when `databaseUrl` is set (cluster
+ * mode), else the embedded SQLite file `sqliteFile`. The service and the CLI both open it here.
+ */
+export function openStore(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'sqliteFile'>, log?: PoolLog): Promise<Store> {
+  if (config.databaseUrl !== undefined) return openPostgresStore(config.databaseUrl, { size: config.databasePoolSize, log });
+  return openSqliteStore(config.sqliteFile);
+}

@@ -1,0 +1,25 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import type { Database } from '../schema.js';
+import { guardedDialect } from '../sql/guarded-dialect.js';
+import { createSqlStore } from '../sql/sql-store.js';
+import type { Store } from '../stores.js';
+import { postgresUnavailable } from './errors.js';
+import { postgresFlavour } from './flavour.js';
+import { migrateLocked } from './migrate-lock.js';
+import { createPool, type PoolOptions } from './pool.js';
+
+/**
+ * Opens the cluster store on PostgreSQL (`url`: postgres://user@host:port/db) and migrates it; every node
+ * of a cluster opens the same database. Fails when PostgreSQL cannot be reached at start (docs/store.md).
+ */
+export async function openPostgresStore(url: string, options: PoolOptions): Promise<Store> {
+  const pool = createPool(url, options);
+  const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool }), postgresUnavailable) });
+  try {
+    await migrateLocked(db);
+  } catch (err) {
+    await db.destroy();
+    throw err;
+  }
+  return createSqlStore(db, postgresFlavour, () => db.destroy());
+}

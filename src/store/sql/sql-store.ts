@@ -1,0 +1,31 @@
+import type { Kysely } from 'kysely';
+import type { Database } from '../schema.js';
+import type { Store } from '../stores.js';
+import { SqlAccountStore } from './account-store.js';
+import { SqlApiKeyStore } from './api-key-store.js';
+import { SqlAttachmentStore } from './attachment-store.js';
+import { SqlCallbackStore } from './callback-store.js';
+import { SqlCodeStore } from './code-store.js';
+import type { SqlFlavour } from './flavour.js';
+import { SqlIdentityStore } from './identity-store.js';
+import { SqlMessageStore } from './message-store.js';
+import { SqlServerKeyStore } from './server-key-store.js';
+import { SqlServiceRegistrationStore } from './service-registration-store.js';
+import { SqlTabStore } from './tab-store.js';
+
+/** The shared SQL stores on an open, migrated database; `close` is the dialect's (it owns the connection or pool). */
+export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close: () => Promise<void>): Store {
+  return {
+    codes: new SqlCodeStore(db, flavour),
+    tabs: new SqlTabStore(db),
+    identities: new SqlIdentityStore(db),
+    serverKeys: new SqlServerKeyStore(db),
+    accounts: new SqlAccountStore(db),
+    apiKeys: new SqlApiKeyStore(db),
+    attachments: new SqlAttachmentStore(db),
+    services: new SqlServiceRegistrationStore(db),
+    callbacks: new SqlCallbackStore(db, flavour),
+    messages: new SqlMessageStore(db, flavour),
+    close,
+  };
+}

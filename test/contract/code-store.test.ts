@@ -1,0 +1,113 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { StoreValueError } from '../../src/store/sql/column-rules.js';
+import type { Callback, LoginCode } from '../../src/store/stores.js';
+import { BACKENDS, type Stores } from '../helpers/backends.js';
+
+// CodeStore (src/store/stores.ts) on every backend: QR login codes, their single use, and the callback
+// stored with a backend-mode settlement.
+
+const NOW = 1_700_000_000_000;
+
+const code = (id: string, over: Partial<LoginCode> = {}): LoginCode => ({
+  code: id, tabId: 'tab-1234', sessionHash: 'h', origin: 'https://a.example', purpose: `purpose ${id}`, propertyFilter: 'A,B',
+  attachmentFilter: null, serviceId: '', agentApiTimeout: 60, nonce: 'n', createdAt: NOW, expiresAt: NOW + 300_000, state: 'pending',
+  legalId: null, signedAt: null, ...over,
+});
+
+const callback = (id: string): Callback => ({
+  id, serviceId: 'svc', tabId: 'tab-1234', tabSession: 'h', url: 'https://backend.example/cb', body: '{}', webhookSecret: null,
+  state: 'pending', attempts: 0, nextAttemptAt: NOW, deadline: NOW + 3_600_000, lastError: null, createdAt: NOW, deliveredAt: null,
+});
+
+describe.each(BACKENDS)('code store on $name', (backend) => {
+  let s: Stores;
+  beforeAll(async () => {
+    s = await backend.open();
+  });
+  afterAll(async () => {
+    await s.close();
+  });
+
+  it('stores every code of a concurrent burst, each readable with all its fields', async () => {
+    const ids = Array.from({ length: 50 }, (_, i) => `burst-${i}`);
+    await Promise.all(ids.map((id, i) => (i % 2 ? s.store : s.other).codes.insert(code(id))));
+    for (const id of ids) expect(await s.store.codes.get(id)).toEqual(code(id));
+  });
+
+  it('a duplicate in a burst fails alone; its neighbours are stored', async () => {
+    await s.store.codes.insert(code('taken'));
+    const results = await Promise.allSettled([s.store.codes.insert(code('n1')), s.store.codes.insert(code('taken')), s.store.codes.insert(code('n2'))]);
+    expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect(await s.store.codes.get('n1')).toBeDefined();
+    expect(await s.store.codes.get('n2')).toBeDefined();
+  });
+
+  it('two nodes using one code at once: exactly one wins, every time', async () => {
+    const ids = Array.from({ length: 20 }, (_, i) => `race-${i}`);
+    await Promise.all(ids.map((id) => s.store.codes.insert(code(id))));
+    for (const id of ids) {
+      const wins = await Promise.all([
+        s.store.codes.settle(id, { state: 'approved', legalId: 'legal-a', now: NOW + 1 }),
+        s.other.codes.settle(id, { state: 'rejected', legalId: 'legal-b', now: NOW + 1 }),
+      ]);
+      expect(wins.filter(Boolean)).toHaveLength(1);
+      const settled = await s.store.codes.get(id);
+      expect(settled!.state).toBe(wins[0] ? 'approved' : 'rejected');
+      expect(settled!.legalId).toBe(wins[0] ? 'legal-a' : 'legal-b');
+    }
+  });
+
+  it('backend mode: the callback exists exactly when the settlement won, also when two nodes race', async () => {
+    const ids = Array.from({ length: 10 }, (_, i) => `be-${i}`);
+    await Promise.all(ids.map((id) => s.store.codes.insert(code(id, { serviceId: 'svc' }))));
+    for (const id of ids) {
+      const wins = await Promise.all(
+        [s.store, s.other].map((node, n) =>
+          node.codes.settle(id, { state: 'approved', legalId: `legal-${n}`, now: NOW + 1, callback: { callback: callback(`cb-${id}-${n}`) } }),
+        ),
+      );
+      expect(wins.filter(Boolean)).toHaveLength(1);
+      const stored = await Promise.all([0, 1].map((n) => s.store.callbacks.get(`cb-${id}-${n}`)));
+      expect(stored.map((c) => c !== undefined)).toEqual(wins);
+    }
+  });
+
+  it('does not settle an expired or an already settled code', async () => {
+    await s.store.codes.insert(code('old', { expiresAt: NOW }));
+    expect(await s.store.codes.settle('old', { state: 'approved', legalId: 'l', now: NOW })).toBe(false);
+    await s.store.codes.insert(code('once'));
+    expect(await s.store.codes.settle('once', { state: 'approved', legalId: 'l', now: NOW })).toBe(true);
+    expect(await s.other.codes.settle('once', { state: 'approved', legalId: 'l', now: NOW })).toBe(false);
+    expect(await s.store.codes.settle('missing', { state: 'approved', legalId: 'l', now: NOW })).toBe(false);
+  });
+
+  it("recentTabEvents: the events a session's tab was sent since a time, oldest first, not another session's", async () => {
+    const tab = 'tab-events';
+    for (const [id, session, at] of [['e1', 's1', 10], ['e2', 's1', 20], ['e3', 's2', 30], ['e4', 's1', 5]] as const) {
+      await s.store.codes.insert(code(id, { tabId: tab, sessionHash: session }));
+      await s.store.codes.settle(id, { state: 'approved', legalId: 'l', now: NOW + at, tabEvent: { type: 'SignatureReceived', data: { id } } });
+    }
+    const events = await s.other.codes.recentTabEvents(tab, 's1', NOW + 10);
+    expect(events).toEqual([
+      { code: 'e1', signedAt: NOW + 10, event: { type: 'SignatureReceived', data: { id: 'e1' } } },
+      { code: 'e2', signedAt: NOW + 20, event: { type: 'SignatureReceived', data: { id: 'e2' } } },
+    ]);
+  });
+
+  it('deleteExpired removes exactly the codes that expired before the time', async () => {
+    await s.store.codes.insert(code('exp-a', { expiresAt: 1_000 }));
+    await s.store.codes.insert(code('exp-b', { expiresAt: 2_000 }));
+    expect(await s.store.codes.deleteExpired(2_000)).toBe(1);
+    expect(await s.store.codes.get('exp-a')).toBeUndefined();
+    expect(await s.store.codes.get('exp-b')).toBeDefined();
+  });
+
+  it('refuses what the columns cannot hold on every backend: 1.5 s as agentApiTimeout, a 65-character tab id', async () => {
+    await expect(s.store.codes.insert(code('frac', { agentApiTimeout: 1.5 }))).rejects.toBeInstanceOf(StoreValueError);
+    await expect(s.store.codes.insert(code('long', { tabId: 't'.repeat(65) }))).rejects.toThrow(/codes.tab_id holds at most 64/);
+    expect(await s.store.codes.get('frac')).toBeUndefined();
+    // Characters, not UTF-16 units: 64 astral characters fit varchar(64).
+    await s.store.codes.insert(code('astral', { tabId: '😀'.repeat(64) }));
+    expect((await s.store.codes.get('astral'))!.tabId).toBe('😀'.repeat(64));
+  });
+});

@@ -1,0 +1,62 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BACKENDS, type Stores } from '../helpers/backends.js';
+
+// TabStore (src/store/stores.ts) on every backend: which session holds a tab.
+
+const NOW = 1_700_000_000_000;
+
+describe.each(BACKENDS)('tab store on $name', (backend) => {
+  let s: Stores;
+  beforeAll(async () => {
+    s = await backend.open();
+  });
+  afterAll(async () => {
+    await s.close();
+  });
+
+  it('binds a free tab, rebinds the same session, refuses another session', async () => {
+    expect(await s.store.tabs.bind('tab-a', 'session-1', NOW, 'https://a.example')).toBe('created');
+    expect(await s.other.tabs.bind('tab-a', 'session-1', NOW)).toBe('bound');
+    expect(await s.other.tabs.bind('tab-a', 'session-2', NOW, 'https://b.example')).toBe('conflict');
+    expect(await s.store.tabs.bindingOf('tab-a')).toEqual({ session: 'session-1', origin: 'https://a.example' });
+    // The same session from another page location takes the new origin.
+    expect(await s.store.tabs.bind('tab-a', 'session-1', NOW, 'https://c.example')).toBe('bound');
+    expect(await s.other.tabs.bindingOf('tab-a')).toEqual({ session: 'session-1', origin: 'https://c.example' });
+    expect(await s.other.tabs.sessionOf('tab-none')).toBeUndefined();
+  });
+
+  it('two sessions binding one tab on two nodes at once: one gets it, the other a conflict', async () => {
+    for (let i = 0; i < 10; i++) {
+      const tab = `tab-race-${i}`;
+      const outcomes = await Promise.all([s.store.tabs.bind(tab, 'session-1', NOW), s.other.tabs.bind(tab, 'session-2', NOW)]);
+      expect([...outcomes].sort()).toEqual(['conflict', 'created']);
+      expect(await s.store.tabs.sessionOf(tab)).toBe(outcomes[0] === 'created' ? 'session-1' : 'session-2');
+    }
+  });
+
+  it("removes a binding only for its own session", async () => {
+    await s.store.tabs.bind('tab-rm', 'session-1', NOW);
+    await s.other.tabs.remove('tab-rm', 'session-2');
+    expect(await s.store.tabs.sessionOf('tab-rm')).toBe('session-1');
+    await s.other.tabs.remove('tab-rm', 'session-1');
+    expect(await s.store.tabs.sessionOf('tab-rm')).toBeUndefined();
+  });
+
+  it('purges bindings no live connection refreshed since a time', async () => {
+    await s.store.tabs.bind('tab-old', 'session-1', 1_000);
+    await s.store.tabs.bind('tab-kept', 'session-1', 1_000);
+    await s.other.tabs.refresh(['tab-kept'], 5_000);
+    const purged = await s.store.tabs.purgeUnseen(4_000);
+    expect(purged).toBeGreaterThanOrEqual(1);
+    expect(await s.store.tabs.sessionOf('tab-old')).toBeUndefined();
+    expect(await s.store.tabs.sessionOf('tab-kept')).toBe('session-1');
+  });
+
+  it('refreshes more tabs than one statement takes', async () => {
+    const tabs = Array.from({ length: 1200 }, (_, i) => `tab-many-${i}`);
+    for (const tab of tabs) await s.store.tabs.bind(tab, 'session-m', 1_000);
+    await s.store.tabs.refresh(tabs, 9_000);
+    await s.store.tabs.purgeUnseen(8_000);
+    expect(await s.store.tabs.sessionOf(tabs.at(-1)!)).toBe('session-m');
+  });
+});
