@@ -51,9 +51,3 @@ export interface HandlerRegistry {
 }
 
 export { MemoryHandlerRegistry } from './memory-handlers.js';
-/**
- * The one-node registry under its former name, for code not yet choosing through
- * cluster/factories.ts `createHandlerRegistry`.
- * @deprecated use `createHandlerRegistry` (or `MemoryHandlerRegistry`).
- */
-export { MemoryHandlerRegistry as EventHandlers } from './memory-handlers.js';

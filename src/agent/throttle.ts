@@ -20,9 +20,3 @@ export interface LoginThrottle {
 }
 
 export { MemoryLoginThrottle } from './memory-throttle.js';
-/**
- * The one-node throttle under its former name, for code not yet choosing through
- * cluster/factories.ts `createLimits`.
- * @deprecated use `createLimits` (or `MemoryLoginThrottle`).
- */
-export { MemoryLoginThrottle as FailureThrottle } from './memory-throttle.js';
