@@ -9,6 +9,7 @@ import { createSqlStore } from '../sql/sql-store.js';
 import type { Store } from '../stores.js';
 import { sqliteUnavailable } from './errors.js';
 import { sqliteFlavour } from './flavour.js';
+import { Checkpointer } from './checkpointer.js';
 import { withStatementCache } from './statement-cache.js';
 
 /** Opens (creating if needed) the embedded SQLite store and migrates it: one process, one file (docs/store.md). */
@@ -21,5 +22,12 @@ export async function openSqliteStore(file: string): Promise<Store> {
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), sqliteUnavailable) });
   await migrate(db);
-  return createSqlStore(db, sqliteFlavour, () => db.destroy());
+  // Checkpoints run in a worker from now on (checkpointer.ts); an in-memory database has no WAL.
+  // If the worker fails, SQLite's own automatic checkpoints take over again: slower, never wrong.
+  const checkpointer = file === ':memory:' ? undefined : new Checkpointer(file, () => sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'));
+  if (checkpointer) sqlite.pragma('wal_autocheckpoint = 0');
+  return createSqlStore(db, sqliteFlavour, async () => {
+    await checkpointer?.stop();
+    await db.destroy();
+  });
 }

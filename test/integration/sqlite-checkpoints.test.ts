@@ -1,0 +1,40 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, expect, it } from 'vitest';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
+import { until } from '../helpers/until.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'tabwire-checkpoints-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+it('WAL checkpoints happen in the worker: the database file takes what was written without any commit doing it', async () => {
+  const file = join(dir, 'store.sqlite');
+  const store = await openSqliteStore(file);
+  const before = statSync(file).size;
+  const now = Date.now();
+  for (let i = 0; i < 2_000; i++) {
+    await store.codes.insert({
+      code: `code-${i}`.padEnd(22, 'x'),
+      tabId: 'tab-00000001',
+      sessionHash: null,
+      origin: null,
+      purpose: 'a purpose long enough to fill pages '.repeat(4),
+      propertyFilter: null,
+      attachmentFilter: null,
+      serviceId: '',
+      agentApiTimeout: null,
+      nonce: 'n'.repeat(32),
+      createdAt: now,
+      expiresAt: now + 300_000,
+      state: 'pending',
+      legalId: null,
+      signedAt: null,
+    });
+  }
+  // Automatic checkpoints are off on the connection that wrote: only the worker moves pages into the file.
+  await until(() => statSync(file).size > before + 100_000, 'the worker to checkpoint the WAL into the database file');
+  await store.close();
+  // The last connection to close checkpoints the rest and removes the WAL.
+  expect(() => statSync(`${file}-wal`)).toThrow();
+});
