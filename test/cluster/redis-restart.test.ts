@@ -12,7 +12,9 @@ import { until } from '../helpers/until.js';
  * - it recovers by itself: results settled once Redis is back reach both pages, with no step by anyone;
  * - loss bound: a result settled before or during the restart either reaches its page, or the page is told
  *   `EventsLost` (its stream was made again); never a silent gap;
- * - ids only grow at each page (the new streams number above the old ones), so de-duplication by id holds.
+ * - ids only grow at each page (the new streams number above the old ones), so de-duplication by id holds;
+ * - a page that hears nothing after the restart (a third page, quiet) is told EventsLost by its node's next
+ *   presence refresh (every 10 s), and the results of its session's recent codes reach it again (the replay).
  */
 let cluster: Cluster;
 
@@ -39,6 +41,11 @@ describe('Redis restarted during steady traffic', () => {
     expect(await poll.poll()).toBe(200);
     poll.start();
     const pages: Record<Settled['page'], PageSession> = { ws, poll: poll.page };
+    // The quiet page (WebSocket on node 2): two results before the restart, nothing after.
+    const quiet = await TestTab.open(cluster.wsUrl(1));
+    await quiet.next('CheckServerInstance');
+    for (const purpose of ['quiet 1', 'quiet 2']) await settleCode({ qrBase: cluster.url(2), signBase: cluster.url(0), page: quiet, purpose, decision: 'approve' });
+    await until(() => resultsOf(quiet.events).length === 2, 'the quiet page’s results');
 
     let phase: Settled['phase'] = 'before';
     const settled: Settled[] = [];
@@ -89,8 +96,14 @@ describe('Redis restarted during steady traffic', () => {
       const all = received[page]();
       if (!lost[page]()) expect(new Set(all).size).toBe(all.length);
     }
+    // The replay: the quiet page is told, then gets its session's results again (new ids, above the old).
+    await until(() => quiet.events.some((e) => e.type === 'EventsLost'), 'EventsLost at the quiet page', 30_000);
+    await until(() => resultsOf(quiet.events).length >= 4, 'the replayed results at the quiet page', 30_000);
+    expect(quiet.events.map((e) => (e.type === 'EventsLost' ? 'lost' : purposeOf(e)))).toEqual(['quiet 1', 'quiet 2', 'lost', 'quiet 1', 'quiet 2']);
+    expect(increasing(quiet.events.filter((e) => typeof e.id === 'number').map((e) => e.id))).toBe(true);
     await poll.stop();
     ws.close();
+    quiet.close();
     // What happened, for the record of this run (docs/deployment.md quotes the bound, not these numbers).
     console.info(
       `redis restart: settled ${settled.length} (before ${count('before')}, during ${count('during')}, after ${count('after')}); ` +
