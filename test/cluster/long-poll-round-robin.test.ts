@@ -13,7 +13,7 @@ import { until } from '../helpers/until.js';
  * balancer's (a deployment as docs/deployment.md describes it). The page long-polls through the balancer,
  * so each poll lands on the next node; QR requests and the signing app's GET and POST land on random
  * nodes, so each result is published by whichever node took the signature. The issue asks for 60 s of
- * this; here the 200 results take as long as they take (about 20 s), with pauses longer than a poll's hold.
+ * this; here the 200 results take as long as they take (5–10 s on 2 busy cores), with pauses longer than a poll's hold.
  */
 const EVENTS = 200;
 const PARALLEL = 4;
