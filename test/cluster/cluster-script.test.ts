@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { freePorts } from '../helpers/cluster.js';
 import { assertFreshBuild } from '../helpers/process.js';
-import { freePort } from '../helpers/service.js';
 
 /**
  * `scripts/cluster` for real (docs/deployment.md "A local cluster"): a private PostgreSQL and Redis, nodes,
@@ -80,7 +80,8 @@ describe('scripts/cluster', () => {
   it('up 0 starts PostgreSQL and Redis; down stops both by pid and keeps the data, which the next up reuses; down --remove deletes it', async () => {
     assertFreshBuild();
     const dir = workDir();
-    const ports = ['--pg-port', String(await freePort()), '--redis-port', String(await freePort())];
+    const base = await freePorts(2);
+    const ports = ['--pg-port', String(base), '--redis-port', String(base + 1)];
     const up = await script(['up', '0', '--dir', dir, ...ports]);
     expect(up.code, up.stderr).toBe(0);
     expect(up.stdout).toBe('');
@@ -112,8 +113,8 @@ describe('scripts/cluster', () => {
   it('up 2 --store sqlite prints one line per node once each answers /readyz; down stops them', async () => {
     assertFreshBuild();
     const dir = workDir();
-    const port = await freePort();
-    const up = await script(['up', '2', '--store', 'sqlite', '--dir', dir, '--port', String(port), '--redis-port', String(await freePort())]);
+    const port = await freePorts(3);
+    const up = await script(['up', '2', '--store', 'sqlite', '--dir', dir, '--port', String(port), '--redis-port', String(port + 2)]);
     expect(up.code, up.stderr).toBe(0);
     const lines = up.stdout.trim().split('\n');
     expect(lines).toHaveLength(2);
@@ -136,8 +137,9 @@ describe('scripts/cluster', () => {
   it('a node that cannot start: exit 1, its log named, nothing left running', async () => {
     assertFreshBuild();
     const dir = workDir();
-    const redisPort = await freePort();
-    const up = await script(['up', '1', '--store', 'sqlite', '--dir', dir, '--port', String(await freePort()), '--redis-port', String(redisPort)], {
+    const port = await freePorts(2);
+    const redisPort = port + 1;
+    const up = await script(['up', '1', '--store', 'sqlite', '--dir', dir, '--port', String(port), '--redis-port', String(redisPort)], {
       TABWIRE_OUTBOX_LIMIT: 'many',
     });
     expect(up.code).toBe(1);

@@ -1,13 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Balancer } from './balancer.js';
 import { assertFreshBuild, kill } from './process.js';
 import { startRedis, type RedisServer } from './redis-server.js';
-import { freePort } from './service.js';
 
 /**
  * Several tabwire nodes as an operator runs them (docs/deployment.md): `dist/main.js` processes, foreground
@@ -97,6 +97,27 @@ export interface ClusterNode {
   child: ChildProcess | undefined;
 }
 
+const canListen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+
+/**
+ * `count` consecutive free loopback ports below Linux's ephemeral range (32768-60999): a port from that range
+ * may be taken by an outgoing connection between the check and the bind (or while a killed node restarts on
+ * its port); these are not.
+ */
+export async function freePorts(count: number): Promise<number> {
+  for (;;) {
+    const base = randomInt(20_000, 32_000 - count);
+    let free = true;
+    for (let i = 0; i < count && free; i++) free = await canListen(base + i);
+    if (free) return base;
+  }
+}
+
 /** How long a node may take to answer /readyz (bounds a broken run only; the machine may be busy). */
 const READY_MS = 60_000;
 
@@ -129,8 +150,9 @@ export class Cluster {
       ...o.env,
     };
     const nodes: ClusterNode[] = [];
+    const first = await freePorts(o.nodes);
     for (let index = 0; index < o.nodes; index++) {
-      const port = await freePort();
+      const port = first + index;
       nodes.push({ index, port, baseUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/ClientEventsWS`, logFile: join(dir, `node-${index + 1}.log`), child: undefined });
     }
     balancer?.setTargets(nodes.map((n) => `127.0.0.1:${n.port}`));
