@@ -52,5 +52,11 @@ export interface Bus {
   publish(message: BusMessage): Promise<void>;
   /** Returns a function that removes the subscription. */
   subscribe(handler: BusHandler): () => void;
+  /**
+   * Calls `listener` when this node may have missed messages (a networked bus subscribed again after
+   * losing its connection), so what depends on them can be read again from where it is kept. Returns a
+   * function that removes the listener. The memory bus never misses one.
+   */
+  onResume(listener: () => void): () => void;
   close(): Promise<void>;
 }

@@ -20,6 +20,11 @@ export class MemoryBus implements Bus {
     return () => this.handlers.delete(handler);
   }
 
+  onResume(): () => void {
+    // In-process: nothing is ever missed.
+    return () => undefined;
+  }
+
   async close(): Promise<void> {
     this.handlers.clear();
   }

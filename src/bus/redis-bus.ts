@@ -38,6 +38,10 @@ export class RedisBus implements Bus {
     return () => this.handlers.delete(handler);
   }
 
+  onResume(listener: () => void): () => void {
+    return this.redis.onResubscribed(listener);
+  }
+
   async close(): Promise<void> {
     this.handlers.clear();
     await this.unsubscribe?.();

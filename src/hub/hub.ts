@@ -102,6 +102,7 @@ export class Hub implements Delivery {
   /** session -> number of its tabs here, for the per-session bound. */
   private readonly perSession = new Map<string, number>();
   private readonly unsubscribe: () => void;
+  private readonly stopResume: () => void;
   private closed = false;
 
   /** Events the broker refused (unreachable), offered again by `sweep` (publish-retry.ts). */
@@ -109,6 +110,10 @@ export class Hub implements Delivery {
 
   constructor(private readonly o: HubOptions) {
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
+    // Announcements missed while the bus was away are not lost: every open connection reads its stream again.
+    this.stopResume = o.bus.onResume(() => {
+      for (const tab of this.tabs.values()) if (this.hasOpen(tab)) void this.serially(tab, () => this.catchUpAll(tab));
+    });
     this.retry = new PublishRetry({
       publish: (to, event) => this.deliver(to, event, undefined, true),
       now: () => o.clock.now(),
@@ -291,6 +296,7 @@ export class Hub implements Delivery {
     if (this.closed) return;
     this.closed = true;
     this.unsubscribe();
+    this.stopResume();
     for (const tab of this.tabs.values()) for (const connection of tab.connections.keys()) connection.close(closeCodes.goingAway, 'shutdown');
   }
 
@@ -380,6 +386,9 @@ export class Hub implements Delivery {
     for (const cursor of tab.connections.values()) if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
     if (lowest === undefined) return;
     const read = await this.read(tab.address, lowest);
+    // No stream at all (the broker lost it and nothing made it again yet): the presence refresh or the
+    // next event makes one, and the catch-up then tells each connection once.
+    if (read.epoch === 0) return;
     let written = 0;
     for (const [connection, cursor] of tab.connections) {
       if (cursor === undefined) continue;

@@ -45,6 +45,11 @@ export interface RedisConnection {
    */
   subscribe(name: string, listener: ChannelListener): Promise<() => Promise<void>>;
   /**
+   * Calls `listener` each time the subscriber connection has subscribed its channels again after a
+   * reconnect: what was published while it was away was missed. Returns a function that removes it.
+   */
+  onResubscribed(listener: () => void): () => void;
+  /**
    * Another connection with the same settings, for what may not share the command connection: blocking
    * reads (`XREAD BLOCK`, `BLPOP`) must pass `{ commandTimeout: undefined }` so the client-side timeout
    * does not cut them off. Closed by `close()`.
@@ -115,14 +120,31 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
 
   let subscriber: Redis | undefined;
   const listeners = new Map<string, Set<ChannelListener>>();
+  const resubscribed = new Set<() => void>();
   const subscriberConnection = (): Redis => {
     if (subscriber) return subscriber;
     // Re-subscription is done here, not by ioredis' autoResubscribe: that one only knows channels whose
     // SUBSCRIBE was answered, so a SUBSCRIBE sent while Redis was down would be forgotten.
     const connection = open('pubsub');
+    let connectedBefore = false;
     connection.on('ready', () => {
+      const again = connectedBefore;
+      connectedBefore = true;
       const channels = [...listeners.keys()];
-      if (channels.length > 0) connection.subscribe(...channels).catch((err: unknown) => moduleLog.warn({ err }, 'Redis re-subscribe failed'));
+      if (channels.length === 0) return;
+      connection.subscribe(...channels).then(
+        () => {
+          if (!again) return;
+          for (const listener of resubscribed) {
+            try {
+              listener();
+            } catch (err) {
+              moduleLog.error({ err }, 'resubscription listener failed');
+            }
+          }
+        },
+        (err: unknown) => moduleLog.warn({ err }, 'Redis re-subscribe failed'),
+      );
     });
     connection.on('message', (channel: string, payload: string) => {
       for (const listener of listeners.get(channel) ?? []) {
@@ -159,6 +181,10 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
         listeners.delete(channel);
         if (connection.status === 'ready') await connection.unsubscribe(channel).catch(() => undefined);
       };
+    },
+    onResubscribed(listener) {
+      resubscribed.add(listener);
+      return () => resubscribed.delete(listener);
     },
     duplicate(role, overrides) {
       const connection = open(role, overrides);
