@@ -12,6 +12,23 @@ import { sqliteFlavour } from './flavour.js';
 import { Checkpointer } from './checkpointer.js';
 import { withStatementCache } from './statement-cache.js';
 
+/**
+ * Migrates, tolerating another process that migrates the same file at the same moment (several nodes
+ * started together on one file, e.g. `scripts/cluster --store sqlite`): SQLite has no advisory lock, so
+ * the loser's migration fails on what the winner just created; the winner's migrations are recorded by
+ * then, and a second attempt finds nothing left to do.
+ */
+async function migrateBesideOthers(db: Kysely<Database>): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await migrate(db);
+    } catch (err) {
+      if (attempt >= 3) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 100 * attempt));
+    }
+  }
+}
+
 /** Opens (creating if needed) the embedded SQLite store and migrates it: one process, one file (docs/store.md). */
 export async function openSqliteStore(file: string): Promise<Store> {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
@@ -21,7 +38,7 @@ export async function openSqliteStore(file: string): Promise<Store> {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), sqliteUnavailable) });
-  await migrate(db);
+  await migrateBesideOthers(db);
   // Checkpoints run in a worker from now on (checkpointer.ts); an in-memory database has no WAL.
   // If the worker fails, SQLite's own automatic checkpoints take over again: slower, never wrong.
   const checkpointer = file === ':memory:' ? undefined : new Checkpointer(file, () => sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'));
