@@ -20,6 +20,31 @@ export interface TabRegistryOptions {
 
 /** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
 const MAX_WAITERS = 10_000;
+/** How long a looked-up tab owner is trusted without asking the store again. */
+const OWNER_CACHE_MS = 2_000;
+/** Owners kept at most (beyond, the cache starts over: bounded memory). */
+const OWNER_CACHE_SIZE = 50_000;
+
+/** tab id -> owning session, each entry for OWNER_CACHE_MS. */
+class OwnerCache {
+  private readonly entries = new Map<string, { session: string; at: number }>();
+  constructor(private readonly now: () => number) {}
+  get(tabId: string): string | undefined {
+    const entry = this.entries.get(tabId);
+    if (!entry) return undefined;
+    if (this.now() - entry.at < OWNER_CACHE_MS) return entry.session;
+    this.entries.delete(tabId);
+    return undefined;
+  }
+  set(tabId: string, session: string): void {
+    if (this.entries.size >= OWNER_CACHE_SIZE) this.entries.clear();
+    this.entries.set(tabId, { session, at: this.now() });
+  }
+  delete(tabId: string): void {
+    this.entries.delete(tabId);
+  }
+}
+
 /** How often a wait for a Register looks for the binding another node may have stored. */
 const BINDING_POLL_MS = 200;
 
@@ -39,10 +64,20 @@ export function originOfLocation(location: string): string | null {
  * connection to the local hub.
  */
 export class TabRegistry {
+  /**
+   * Tab owners looked up lately: a page asks for a new QR code every 2 s, and each asks who owns its tab
+   * (a store round trip, across the network in a cluster). Entries live OWNER_CACHE_MS. Staleness is
+   * harmless to privacy: a stale owner only ever gets results addressed to itself; a tab id taken by
+   * another session within that time (through another node) may have a QR request of the new owner
+   * refused for that long.
+   */
+  private readonly owners: OwnerCache;
   private readonly waiters = new Map<string, Set<() => void>>();
   private waiting = 0;
 
-  constructor(private readonly o: TabRegistryOptions) {}
+  constructor(private readonly o: TabRegistryOptions) {
+    this.owners = new OwnerCache(() => o.clock.now());
+  }
 
   /**
    * 'conflict' without attaching when the tab belongs to another session; 'too_many_tabs' when the
@@ -53,10 +88,11 @@ export class TabRegistry {
     const { tabs, hub, clock } = this.o;
     const bound = await tabs.bind(tabId, session, clock.now(), originOfLocation(location));
     if (bound === 'conflict') return 'conflict';
+    this.owners.set(tabId, session);
     const address = { tabId, session };
     const attached = await hub.attach(address, connection, lastEventId);
     if (attached === 'too_many_tabs') {
-      if (bound === 'created') await tabs.remove(tabId, session);
+      if (bound === 'created') await this.removeBinding({ tabId, session });
       return 'too_many_tabs';
     }
     this.wake(tabId);
@@ -72,6 +108,12 @@ export class TabRegistry {
    */
   async unregister(address: TabAddress): Promise<void> {
     await this.o.hub.release(address);
+    await this.removeBinding(address);
+  }
+
+  /** Removes the tab's binding if it is still this session's (Unregister, or no node holds the tab any more). */
+  async removeBinding(address: TabAddress): Promise<void> {
+    this.owners.delete(address.tabId);
     await this.o.tabs.remove(address.tabId, address.session);
   }
 
@@ -82,14 +124,16 @@ export class TabRegistry {
    * unbound tab is bound to the caller first; otherwise an unbound tab is `tab_not_registered`.
    */
   async requireOwner(tabId: string, session: string, o: { bindIfFree: false } | { bindIfFree: true; origin: string | null }): Promise<TabAddress> {
-    const owner = await this.o.tabs.sessionOf(tabId);
+    const owner = this.owners.get(tabId) ?? (await this.o.tabs.sessionOf(tabId));
     if (owner === undefined) {
       if (!o.bindIfFree) throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not registered`);
       // Only a Register of this session can ever receive what is addressed to the tab from now on.
       const bound = await this.o.tabs.bind(tabId, session, this.o.clock.now(), o.origin);
       if (bound === 'conflict') throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
+      this.owners.set(tabId, session);
       return { tabId, session };
     }
+    this.owners.set(tabId, owner);
     if (owner !== session) throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
     return { tabId, session };
   }

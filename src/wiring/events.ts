@@ -60,7 +60,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     // No node holds the tab any more: its handlers go, and its binding if it is still this session's.
     onForget: (address) => {
       hooks.forgetHandlers(address);
-      store.tabs.remove(address.tabId, address.session).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed'));
+      registry.removeBinding(address).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed'));
     },
     onStreamLost: (address) => registry.streamLost(address),
   });

@@ -1,0 +1,53 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { MemoryBroker } from '../../src/broker/memory-broker.js';
+import { MemoryBus } from '../../src/bus/memory-bus.js';
+import { ManualClock } from '../../src/clock.js';
+import { Hub } from '../../src/hub/hub.js';
+import { TabRegistry } from '../../src/hub/registry.js';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
+import type { Store } from '../../src/store/stores.js';
+
+/** The owner of a tab is asked of the store once per 2 s, not on every QR request (docs/events.md "QR requests and the tab"). */
+const dir = mkdtempSync(join(tmpdir(), 'tabwire-owner-cache-'));
+let store: Store;
+beforeAll(async () => {
+  store = await openSqliteStore(join(dir, 'store.sqlite'));
+});
+afterAll(async () => {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+it('looks a tab owner up once per 2 s, and forgets it with the binding', async () => {
+  const clock = new ManualClock();
+  let lookups = 0;
+  const tabs = Object.assign(Object.create(store.tabs) as Store['tabs'], {
+    sessionOf: (tabId: string) => {
+      lookups++;
+      return store.tabs.sessionOf(tabId);
+    },
+  });
+  const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
+  const hub = new Hub({ bus: new MemoryBus(), broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined });
+  const registry = new TabRegistry({ tabs, codes: store.codes, hub, clock, resultReplayMs: 60_000, registrationWaitMs: 100 });
+  await store.tabs.bind('tab-00000042', 'session-a', clock.now(), null);
+
+  const address = await registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false });
+  expect(address).toEqual({ tabId: 'tab-00000042', session: 'session-a' });
+  await registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false });
+  await expect(registry.requireOwner('tab-00000042', 'session-b', { bindIfFree: false })).rejects.toMatchObject({ code: 'tab_session_mismatch' });
+  expect(lookups).toBe(1);
+
+  clock.advance(2_000);
+  await registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false });
+  expect(lookups).toBe(2);
+
+  await registry.removeBinding(address);
+  await expect(registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false })).rejects.toMatchObject({ code: 'tab_not_registered' });
+  // Bound by a QR request of another session now: that session owns it at once.
+  expect(await registry.requireOwner('tab-00000042', 'session-b', { bindIfFree: true, origin: null })).toEqual({ tabId: 'tab-00000042', session: 'session-b' });
+});
