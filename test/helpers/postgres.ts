@@ -1,12 +1,12 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './service.js';
+import { acceptsConnections } from './ports.js';
 
 /**
  * A private PostgreSQL 15 (Debian's packages) on loopback for tests: a temporary data directory owned by
@@ -122,7 +122,7 @@ async function launch(dir: string, data: string, port: number, settings: string[
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited (${child.exitCode ?? child.signalCode}): ${output}`);
-    if ((await accepts(port)) && (await ready(port))) return child;
+    if ((await acceptsConnections(port)) && (await ready(port))) return child;
     if (Date.now() > deadline) {
       await shutdown(child, data);
       throw new Error(`postgres did not accept connections on ${port}: ${output}`);
@@ -181,13 +181,3 @@ async function shutdown(child: ChildProcess, data: string): Promise<void> {
   clearTimeout(force);
 }
 
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}

@@ -1,11 +1,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './service.js';
+import { acceptsConnections } from './ports.js';
 
 /** A private Prosody (Debian's `prosody` 0.12) on loopback, run as a foreground child of the test process. */
 export interface ProsodyServer {
@@ -117,7 +117,7 @@ async function launch(configFile: string, dir: string, ports: number[]): Promise
     if (child.exitCode !== null || child.signalCode !== null) {
       throw new Error(`prosody exited (${child.exitCode ?? child.signalCode}): ${output}\n${logTail(dir)}`);
     }
-    const open = await Promise.all(ports.map(accepts));
+    const open = await Promise.all(ports.map(acceptsConnections));
     if (open.every(Boolean)) return child;
     if (Date.now() > deadline) {
       await terminate(child, 'SIGKILL');
@@ -135,16 +135,6 @@ function logTail(dir: string): string {
   }
 }
 
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();

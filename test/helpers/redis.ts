@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { connectRedis, type RedisConnection } from '../../src/redis/connection.js';
 import { freePort } from './service.js';
+import { acceptsConnections } from './ports.js';
 
 /** A private redis-server (Debian's `redis-server`) on loopback, a foreground child of the test process. */
 export interface RedisServer {
@@ -66,7 +66,7 @@ async function launch(port: number, dir: string): Promise<ChildProcess> {
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited (${child.exitCode ?? child.signalCode}): ${output}`);
-    if (await accepts(port)) return child;
+    if (await acceptsConnections(port)) return child;
     if (Date.now() > deadline) {
       await terminate(child);
       throw new Error(`redis-server did not open port ${port}: ${output}`);
@@ -75,16 +75,6 @@ async function launch(port: number, dir: string): Promise<ChildProcess> {
   }
 }
 
-function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 function terminate(child: ChildProcess): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
