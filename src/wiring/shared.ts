@@ -61,7 +61,8 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   const clustered = deps.broker !== undefined || redis !== undefined;
   const presenceTtlMs = clustered ? PRESENCE_TTL_MS : SINGLE_NODE_PRESENCE_MS;
   const bounds = brokerBounds(config, presenceTtlMs);
-  const broker = deps.broker ?? (redis ? new RedisBroker(redis.client, bounds, redis.prefix) : new MemoryBroker(bounds));
+  // The presence refresh has a connection of its own, so the node's events never queue behind it.
+  const broker = deps.broker ?? (redis ? new RedisBroker(redis.client, bounds, redis.prefix, redis.duplicate('presence')) : new MemoryBroker(bounds));
   return {
     store,
     bus,
