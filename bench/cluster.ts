@@ -31,7 +31,7 @@ import { freePort, startChild, type ChildServer } from './lib/child.js';
 import { OTHER_CPU_LIMIT, expect, openFilesLimit, ownCpu, requireOpenFiles, settledRss, waitForQuiet, waitUntil } from './lib/channel-common.js';
 import { startWorker, type Worker } from './lib/channel-worker.js';
 import { tabIdOf } from './lib/channel-ids.js';
-import { procCpuMicros, startBenchPostgres, startBenchRedis, type BenchPostgres, type BenchRedis } from './lib/cluster-infra.js';
+import { pingRedis, procCpuMicros, startBenchPostgres, startBenchRedis, type BenchPostgres, type BenchRedis } from './lib/cluster-infra.js';
 import { Meter, type Probe, type Window } from './lib/cluster-meter.js';
 import { build } from './lib/cluster-report.js';
 import {
@@ -57,6 +57,7 @@ import {
   type DeliverRun,
   type LatencySummary,
   type LoginRun,
+  type LoopReading,
   type QrRound,
   type Side,
 } from './lib/cluster-settings.js';
@@ -121,24 +122,76 @@ async function holdTabs(nodes: NodeRig[], meter: Meter): Promise<{ memory: Side[
   };
 }
 
-/** hub.deliver on `sender` to random tabs of `holder`'s first TARGETS, paced, measured at the holder's clients. */
-async function deliverRun(sender: NodeRig, holder: NodeRig, count: number, meter: Meter): Promise<Omit<DeliverRun, 'attempts'>> {
+/** The presence refreshes the nodes ran: [start, end] on CLOCK_MONOTONIC (ns). */
+async function refreshesOf(nodes: NodeRig[]): Promise<[bigint, bigint][]> {
+  const all: [bigint, bigint][] = [];
+  for (const n of nodes) {
+    const list = JSON.parse((await fetchOnce(n.server.port, 'GET', '/__bench/refreshes')).body.toString()) as [string, string][];
+    for (const [a, b] of list) all.push([BigInt(a), BigInt(b)]);
+  }
+  return all;
+}
+
+/** Resets the nodes' loop monitors; the function returned reads what they saw since. */
+async function watchLoops(nodes: NodeRig[]): Promise<() => Promise<LoopReading[]>> {
+  const read = async () =>
+    Promise.all(nodes.map(async (n) => ({ node: n.name, ...(JSON.parse((await fetchOnce(n.server.port, 'GET', '/__bench/loop')).body.toString()) as Omit<LoopReading, 'node'>) })));
+  await read();
+  return read;
+}
+
+const summary = (values: number[]): LatencySummary => ({
+  count: values.length,
+  p50: percentile(values, 50),
+  p90: percentile(values, 90),
+  p99: percentile(values, 99),
+  max: percentile(values, 100),
+  negative: values.filter((v) => v < 0).length,
+});
+
+/**
+ * hub.deliver on `sender` to random tabs of `holder`'s first TARGETS, paced, measured at the holder's clients.
+ * With `cluster` nodes, the events sent while one of them ran its presence refresh are also summarised apart.
+ */
+async function deliverRun(sender: NodeRig, holder: NodeRig, count: number, meter: Meter, cluster: NodeRig[]): Promise<Omit<DeliverRun, 'attempts'>> {
   await holder.clients.call('latency-reset');
+  const loops = await watchLoops(cluster.length > 0 ? cluster : [holder]);
   const close = await meter.open();
   const r = await fetchOnce(sender.server.port, 'POST', '/__bench/deliver-run', { prefix: holder.prefix, tabs: TARGETS, count, perSecond: PER_SECOND });
   expect(r.status === 200, `deliver-run answered ${r.status}: ${r.body.toString().slice(0, 300)}`);
   const sent = JSON.parse(r.body.toString()) as { count: number };
   await waitUntil(async () => (await holder.clients.call<number>('latency-count')) >= sent.count, 10_000, 50);
   const window = await close();
+  const loopReadings = await loops();
   const latency = await holder.clients.call<LatencySummary>('latency-result');
-  return { latency, sent: sent.count, window };
+  if (cluster.length === 0) return { latency, sent: sent.count, window, loops: loopReadings };
+  const samples = await holder.clients.call<[string, number][]>('latency-samples');
+  const refreshes = await refreshesOf(cluster);
+  const first = samples.reduce((m, [t]) => (BigInt(t) < m ? BigInt(t) : m), BigInt(samples[0]?.[0] ?? 0));
+  const inWindow = refreshes.filter(([, end]) => end >= first);
+  // An event sent while a refresh ran on either node (or in the millisecond before it started).
+  const during = (t: bigint): boolean => inWindow.some(([start, end]) => t >= start - 1_000_000n && t <= end);
+  const split = { during: [] as number[], outside: [] as number[] };
+  for (const [t, v] of samples) (during(BigInt(t)) ? split.during : split.outside).push(v);
+  return {
+    latency,
+    sent: sent.count,
+    window,
+    loops: loopReadings,
+    refresh: {
+      runs: inWindow.length,
+      ms: inWindow.map(([a, b]) => Number(b - a) / 1e6),
+      during: summary(split.during),
+      outside: summary(split.outside),
+    },
+  };
 }
 
-async function deliverMeasured(sender: NodeRig, holder: NodeRig, meter: Meter, quiet: QuietPolicy): Promise<DeliverRun> {
-  const warm = await deliverRun(sender, holder, WARMUP_EVENTS, meter);
+async function deliverMeasured(sender: NodeRig, holder: NodeRig, meter: Meter, quiet: QuietPolicy, cluster: NodeRig[] = []): Promise<DeliverRun> {
+  const warm = await deliverRun(sender, holder, WARMUP_EVENTS, meter, cluster);
   expect(warm.latency.count === WARMUP_EVENTS, `warm-up: ${warm.latency.count} of ${WARMUP_EVENTS} events arrived`);
   const { value, attempts } = await quiet.best(
-    () => deliverRun(sender, holder, EVENTS, meter),
+    () => deliverRun(sender, holder, EVENTS, meter, cluster),
     (r) => Math.max(0, r.window.otherPercent - OTHER_CPU_LIMIT),
   );
   expect(value.latency.count === value.sent, `${value.latency.count} of ${value.sent} events arrived`);
@@ -155,6 +208,8 @@ const jsonHeaders = (cookie: string, origin: string) => ({ accept: 'application/
  * signed POST is sent to SignatureReceived at the tab's WebSocket, both on CLOCK_MONOTONIC.
  */
 async function logins(holder: NodeRig, via: NodeRig, origin: string, signer: DevIdentity, meter: Meter): Promise<LoginRun> {
+  const nodes = holder === via ? [holder] : [holder, via];
+  let loops: (() => Promise<LoopReading[]>) | undefined;
   const total = LOGIN_WARMUP + LOGINS;
   const cookies = await holder.clients.call<string[]>('cookies', { from: 0, to: total });
   const pool = new Pool(`http://127.0.0.1:${via.server.port}`, { connections: 16, headersTimeout: 10_000, bodyTimeout: 10_000 });
@@ -210,6 +265,7 @@ async function logins(holder: NodeRig, via: NodeRig, origin: string, signer: Dev
         await Promise.all(running);
         await sleep(500);
         await holder.clients.call('arrivals-reset');
+        loops = await watchLoops(nodes);
         close = await meter.open();
         t0 = performance.now();
       }
@@ -223,6 +279,7 @@ async function logins(holder: NodeRig, via: NodeRig, origin: string, signer: Dev
     const arrivalsOf = async () => holder.clients.call<[string, string][]>('arrivals-read');
     await waitUntil(async () => (await arrivalsOf()).length >= expected, 10_000, 100);
     const window = await close!();
+    const loopReadings = await loops!();
     const arrived = new Map((await arrivalsOf()).map(([tab, at]) => [tab, BigInt(at)]));
     const latencies: number[] = [];
     let negative = 0;
@@ -242,6 +299,7 @@ async function logins(holder: NodeRig, via: NodeRig, origin: string, signer: Dev
       missing: expected - latencies.length,
       issued,
       window,
+      loops: loopReadings,
     };
   } finally {
     await pool.close();
@@ -379,17 +437,17 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
     ];
     const meter = new Meter(probes, redis, pg, [portA, portB]);
     const held = await holdTabs(nodes, meter);
-    // Idle: nothing but pings and the nodes' presence refreshes.
+    // Idle: nothing but pings and the nodes' presence refreshes (and Redis PINGs from here, to see it stall).
     const closeIdle = await meter.open();
-    await sleep(IDLE_MS);
+    const redisPing = await pingRedis(redis.url, IDLE_MS);
     const idle = await closeIdle();
     // The binding refresh (every 150 s per node), once on node A, on its own.
     const closeRefresh = await meter.open();
     const refreshed = JSON.parse((await fetchOnce(portA, 'POST', '/__bench/binding-refresh')).body.toString()) as { ms: number; tabs: number };
     await sleep(500);
     const bindingRefresh = { ...refreshed, window: await closeRefresh() };
-    const deliver = await deliverMeasured(b, a, meter, quiet);
-    const deliverLocal = await deliverMeasured(a, a, meter, quiet);
+    const deliver = await deliverMeasured(b, a, meter, quiet, nodes);
+    const deliverLocal = await deliverMeasured(a, a, meter, quiet, nodes);
     const login = await logins(a, b, publicBaseUrl, signer, meter);
     const qr: QrRound[] = [];
     for (let r = 0; r < QR.rounds; r++) {
@@ -408,6 +466,8 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
       memory: held.memory,
       open: held.open,
       idle,
+      redisPing,
+      refreshMs: (await refreshesOf(nodes)).map(([start, end]) => Number(end - start) / 1e6),
       idleTabs: 2 * TABS,
       bindingRefresh,
       deliver,

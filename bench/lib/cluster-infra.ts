@@ -14,6 +14,7 @@ import { promisify } from 'node:util';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { freePort } from './child.js';
+import { percentile } from './stats.js';
 
 const exec = promisify(execFile);
 const PG_BIN = '/usr/lib/postgresql/15/bin';
@@ -330,6 +331,29 @@ export async function startBenchRedis(): Promise<BenchRedis> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * Redis PING round trips from this process, one every `everyMs`, for `ms`, on a connection of its own: a
+ * long one means Redis (single-threaded) was busy with something else, such as a pipeline of scripts.
+ */
+export async function pingRedis(url: string, ms: number, everyMs = 5): Promise<{ count: number; p50: number; p99: number; max: number }> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  client.on('error', () => undefined);
+  await client.connect();
+  const rtts: number[] = [];
+  try {
+    const end = performance.now() + ms;
+    while (performance.now() < end) {
+      const t = performance.now();
+      await client.ping();
+      rtts.push(performance.now() - t);
+      await new Promise((r) => setTimeout(r, everyMs));
+    }
+  } finally {
+    client.disconnect();
+  }
+  return { count: rtts.length, p50: percentile(rtts, 50), p99: percentile(rtts, 99), max: percentile(rtts, 100) };
 }
 
 /** b - a per key, keys with no change left out. */

@@ -95,3 +95,36 @@ export const shortSql = (q: string): string => {
   return `${verb} ${table ?? ''}`.trim();
 };
 
+
+const addInto = (into: Map<string, number>, from: Map<string, number>): void => {
+  for (const [k, v] of from) into.set(k, (into.get(k) ?? 0) + v);
+};
+
+/** Several windows as one: times, CPU, commands and statements summed (`otherPercent`: time-weighted). */
+export function mergeWindows(windows: readonly Window[]): Window {
+  const out: Window = { ms: 0, cpuMicros: new Map(), otherPercent: 0, sent: new Map() };
+  for (const w of windows) {
+    out.otherPercent += w.otherPercent * w.ms;
+    out.ms += w.ms;
+    addInto(out.cpuMicros, w.cpuMicros);
+    addInto(out.sent, w.sent);
+    if (w.redis) {
+      out.redis ??= { calls: new Map(), cpuMicros: 0, memory: 0, keys: 0 };
+      addInto(out.redis.calls, w.redis.calls);
+      out.redis.cpuMicros += w.redis.cpuMicros;
+      out.redis.memory += w.redis.memory;
+      out.redis.keys += w.redis.keys;
+    }
+    if (w.pg) {
+      out.pg ??= { calls: new Map(), writeXacts: 0, cpuMicros: 0, walBytes: 0, walSyncs: 0, walSyncMs: 0 };
+      addInto(out.pg.calls, w.pg.calls);
+      out.pg.writeXacts += w.pg.writeXacts;
+      out.pg.cpuMicros += w.pg.cpuMicros;
+      out.pg.walBytes += w.pg.walBytes;
+      out.pg.walSyncs += w.pg.walSyncs;
+      out.pg.walSyncMs += w.pg.walSyncMs;
+    }
+  }
+  out.otherPercent = out.ms > 0 ? out.otherPercent / out.ms : 0;
+  return out;
+}

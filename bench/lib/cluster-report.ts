@@ -5,7 +5,7 @@
 import { loadavg } from 'node:os';
 import { OTHER_CPU_LIMIT, kib, machineLine, mib, openFilesLimit, revision, versionOf } from './channel-common.js';
 import { sumOf } from './cluster-infra.js';
-import { cpuPercent, shortSql, sqlStatements, type Window } from './cluster-meter.js';
+import { cpuPercent, mergeWindows, shortSql, sqlStatements, type Window } from './cluster-meter.js';
 import {
   BINDING_REFRESH_S,
   BUDGET_RATIO,
@@ -20,10 +20,11 @@ import {
   TABS,
   TARGETS,
   type LatencySummary,
+  type LoopReading,
   type QrRound,
   type Side,
 } from './cluster-settings.js';
-import { table } from './stats.js';
+import { percentile, table } from './stats.js';
 import type { BenchReport, BudgetCheck, Measurement } from './types.js';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -67,9 +68,11 @@ function sqlTable(rows: { label: string; per: number; calls: Map<string, number>
   );
 }
 
-function latencyRow(label: string, l: LatencySummary, w: Window, side: Side, extra: string): string[] {
+function latencyRow(label: string, l: LatencySummary, w: Window, side: Side, loops: LoopReading[], extra: string): string[] {
   const cpuCols = side.nodeNames.map((n) => `${n} ${pct(cpuPercent(w, n))}`).join(', ');
-  return [label, fmt(l.count), ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max), cpuCols, `${pct(w.otherPercent)}${w.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`, extra];
+  // Each node's event loop: delay p99/max and its longest GC pause, ms.
+  const loopCols = loops.map((r) => `${r.node.replace(/^cluster node |^embedded /, '')} ${ms(r.p99Ms)}/${ms(r.maxMs)} gc ${ms(r.gcMaxMs)}`).join(', ');
+  return [label, fmt(l.count), ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max), cpuCols, loopCols, `${pct(w.otherPercent)}${w.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`, extra];
 }
 
 function qrSummary(rounds: QrRound[], label: string) {
@@ -87,13 +90,13 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
 
   // 1. Latency.
   const latencyLines = table(
-    ['path', 'events', 'p50', 'p90', 'p99', 'max', 'node CPU', 'other', 'note'],
+    ['path', 'events', 'p50', 'p90', 'p99', 'max', 'node CPU', 'loop p99/max, GC max', 'other', 'note'],
     [
-      latencyRow('signature POST -> SignatureReceived, embedded node', e.login.latency, e.login.window, e, `POST answered p50 ${ms(e.login.answer.p50)}, p99 ${ms(e.login.answer.p99)}`),
-      latencyRow('signature POST (node B) -> tab on node A, cluster', c.login.latency, c.login.window, c, `POST answered p50 ${ms(c.login.answer.p50)}, p99 ${ms(c.login.answer.p99)}`),
-      latencyRow('hub.deliver -> frame, embedded node', e.deliver.latency, e.deliver.window, e, e.deliver.attempts > 1 ? `${e.deliver.attempts} attempts` : ''),
-      latencyRow('hub.deliver on node B -> tab on node A', c.deliver.latency, c.deliver.window, c, c.deliver.attempts > 1 ? `${c.deliver.attempts} attempts` : ''),
-      latencyRow('hub.deliver on node A -> tab on node A', c.deliverLocal!.latency, c.deliverLocal!.window, c, c.deliverLocal!.attempts > 1 ? `${c.deliverLocal!.attempts} attempts` : ''),
+      latencyRow('signature POST -> SignatureReceived, embedded node', e.login.latency, e.login.window, e, e.login.loops, `POST answered p50 ${ms(e.login.answer.p50)}, p99 ${ms(e.login.answer.p99)}`),
+      latencyRow('signature POST (node B) -> tab on node A, cluster', c.login.latency, c.login.window, c, c.login.loops, `POST answered p50 ${ms(c.login.answer.p50)}, p99 ${ms(c.login.answer.p99)}`),
+      latencyRow('hub.deliver -> frame, embedded node', e.deliver.latency, e.deliver.window, e, e.deliver.loops, e.deliver.attempts > 1 ? `${e.deliver.attempts} attempts` : ''),
+      latencyRow('hub.deliver on node B -> tab on node A', c.deliver.latency, c.deliver.window, c, c.deliver.loops, c.deliver.attempts > 1 ? `${c.deliver.attempts} attempts` : ''),
+      latencyRow('hub.deliver on node A -> tab on node A', c.deliverLocal!.latency, c.deliverLocal!.window, c, c.deliverLocal!.loops, c.deliverLocal!.attempts > 1 ? `${c.deliverLocal!.attempts} attempts` : ''),
     ],
   );
   sections.push({
@@ -103,6 +106,11 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       `logins: embedded ${e.login.errors} errors, ${e.login.missing} missing; cluster ${c.login.errors} errors, ${c.login.missing} missing${c.login.firstError ? ` (first: ${c.login.firstError})` : ''}${e.login.firstError ? ` (embedded first: ${e.login.firstError})` : ''}`,
       'signature: from just before the signed POST is sent (bench process) to the frame at the tab (its clients process), both on CLOCK_MONOTONIC.',
       `PostgreSQL during the cluster logins: ${fmt(c.login.window.pg?.walSyncs ?? 0)} WAL syncs, mean ${ms((c.login.window.pg?.walSyncMs ?? 0) / Math.max(1, c.login.window.pg?.walSyncs ?? 0))} ms (pg_stat_wal; backends report it up to seconds late)`,
+      ...[c.deliver, c.deliverLocal!].map((d, k) => {
+        const r = d.refresh;
+        if (!r) return '';
+        return `${k === 0 ? 'B -> A' : 'A -> A'}: ${r.runs} presence refreshes (${TABS.toLocaleString('en-US')} tabs each, ${r.ms.map((v) => ms(v)).join(' / ')} ms) ran on a node during the run; events sent meanwhile: ${fmt(r.during.count)}, p50 ${ms(r.during.p50)}, p99 ${ms(r.during.p99)}, max ${ms(r.during.max)}; the other ${fmt(r.outside.count)}: p50 ${ms(r.outside.p50)}, p99 ${ms(r.outside.p99)}, max ${ms(r.outside.max)}`;
+      }),
     ],
   });
   const sigRatio = c.login.latency.p99 / e.login.latency.p99;
@@ -161,6 +169,8 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       `Redis, idle: ${num(idleSent / c.idleTabs / idleSeconds, 4)} commands sent per tab per second (${[...c.idle.sent].map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}); ${num(redisIdleCalls / c.idleTabs / idleSeconds, 3)} commands executed by Redis per tab per second (scripts' inner commands included)`,
       `Redis memory: ${num((c.open.window.redis?.memory ?? 0) / c.open.tabs, 0)} B per tab (used_memory growth while the tabs registered), ${fmt(c.open.window.redis?.keys ?? 0)} keys for ${fmt(c.open.tabs)} tabs`,
       `Redis CPU per presence refresh of one tab (twHold): ${num(redisIdleCpu / Math.max(1, brokerRefresh(c.idle.sent)), 1)} µs (all of Redis's CPU in the idle window over the refreshes in it)`,
+      `Presence refresh of a node's ${fmt(TABS)} tabs (hub.refresh: pipelined twHold in slices of 1,000): median ${ms(percentile(c.refreshMs ?? [], 50))} ms, max ${ms(percentile(c.refreshMs ?? [], 100))} ms over the ${(c.refreshMs ?? []).length} refreshes the nodes kept a record of (load phases included)`,
+      `Redis PING from the benchmark every 5 ms through the idle window: ${fmt(c.redisPing?.count ?? 0)} PINGs, p50 ${ms(c.redisPing?.p50 ?? Number.NaN)} ms, p99 ${ms(c.redisPing?.p99 ?? Number.NaN)} ms, max ${ms(c.redisPing?.max ?? Number.NaN)} ms`,
       `PostgreSQL, idle: ${fmt(c.idle.pg ? sqlStatements(c.idle.pg.calls) : 0)} statements, ${fmt(c.idle.pg?.writeXacts ?? 0)} write transactions in the window`,
       `Binding refresh (every ${BINDING_REFRESH_S} s per node), run once on node A (${fmt(br.tabs)} tabs): ${ms(br.ms)} ms; PostgreSQL ${fmt(br.window.pg ? sqlStatements(br.window.pg.calls) : 0)} statements, ${ms((br.window.cpuMicros.get('postgres') ?? 0) / 1000)} ms CPU; Redis ${fmt(sumOf(br.window.sent))} commands sent (${[...br.window.sent].map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}), ${ms((br.window.cpuMicros.get('redis') ?? 0) / 1000)} ms CPU; node A ${ms((br.window.cpuMicros.get('node A') ?? 0) / 1000)} ms CPU. Per tab per second at the default interval: PostgreSQL ${num((br.window.cpuMicros.get('postgres') ?? 0) / br.tabs / BINDING_REFRESH_S, 3)} µs, node ${num((br.window.cpuMicros.get('node A') ?? 0) / br.tabs / BINDING_REFRESH_S, 3)} µs, Redis ${num(1 / BINDING_REFRESH_S, 4)} commands`,
     ],
@@ -244,7 +254,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
         ['per operation', 'embedded node CPU µs', 'cluster node CPU µs', 'Redis cmds executed', 'Redis CPU µs', 'PG write xacts', 'WAL bytes', 'PG CPU µs'],
         [
           ['Register (ramp, both nodes)', e.open.window, e.open.tabs, reg, c.open.tabs] as const,
-          ['QR request (codes for logins, 16 in flight)', e.login.issued.window, e.login.issued.count, issued.window, issued.count] as const,
+          ['QR request (the throughput rounds)', mergeWindows(e.qr.map((r) => r.window)), e.qr.reduce((n, r) => n + r.result.count, 0), mergeWindows(c.qr.map((r) => r.window)), qrCount] as const,
           ['login: GET signUrl + signed POST + event', e.login.window, e.login.logins, lw, c.login.logins] as const,
         ].map(([label, ew, eper, w, per]) => [
           label,

@@ -55,14 +55,27 @@ export interface LatencySummary {
   negative: number;
 }
 
+/** A node's event loop over a run: delay p99 and max (ms, 1 ms sampling) and its longest GC pause. */
+export interface LoopReading {
+  node: string;
+  p99Ms: number;
+  maxMs: number;
+  gcCount: number;
+  gcMaxMs: number;
+}
+
 export interface DeliverRun {
+  loops: LoopReading[];
   latency: LatencySummary;
   sent: number;
   window: Window;
   attempts: number;
+  /** Cluster: the presence refreshes (hub.refresh) that ran on any node during the run, and the events sent meanwhile apart. */
+  refresh?: { runs: number; ms: number[]; during: LatencySummary; outside: LatencySummary };
 }
 
 export interface LoginRun {
+  loops: LoopReading[];
   latency: LatencySummary;
   answer: { p50: number; p99: number };
   logins: number;
@@ -85,6 +98,10 @@ export interface Side {
   memory: { node: string; tabs: number; rss0: number; rss: number; heap0: number; heap: number }[];
   open: { tabs: number; ms: number; window: Window };
   idle: Window;
+  /** Redis PING round trips from the benchmark process every few ms through the idle window (cluster). */
+  redisPing?: { count: number; p50: number; p99: number; max: number };
+  /** Durations (ms) of the nodes' presence refreshes over the run (cluster). */
+  refreshMs?: number[];
   idleTabs: number;
   bindingRefresh?: { ms: number; tabs: number; window: Window };
   deliver: DeliverRun;

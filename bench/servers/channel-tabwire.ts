@@ -11,6 +11,9 @@
  *   GET  /__bench/redis-counts  cluster node: the commands this node sent to Redis so far, by kind (see below)
  *   POST /__bench/binding-refresh  what the node's binding-refresh timer does, once, now (tab bindings in the
  *                               store, handler TTLs in Redis); answers how long it took
+ *   GET  /__bench/loop          event-loop delay (p99, max ms; 1 ms sampling) and GC pauses since the last call, then resets
+ *   GET  /__bench/refreshes     the node's last presence refreshes (hub.refresh, cluster mode): [startNs, endNs]
+ *                               pairs on CLOCK_MONOTONIC, so event latencies can be set beside them
  *
  * Args: one JSON object {port, sqliteFile, pingTimeoutSeconds?, longPollHoldSeconds?, tabIdleSeconds?,
  * databaseUrl?, redisUrl?, publicBaseUrl?, qrRequestsPerAddressPerMinute?, tabBindingRetentionSeconds?}: with databaseUrl and redisUrl
@@ -18,6 +21,7 @@
  * address every node of one cluster shares (the load balancer's).
  */
 import { readdirSync } from 'node:fs';
+import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
@@ -96,6 +100,18 @@ await serveAsChild(async () => {
   const app = await buildApp(config);
   const { hub, store, redis, handlers, clock } = app.tabwire;
   const redisCounts = redis ? countRedisCommands(redis.client, redis.prefix) : new Map<string, number>();
+  // When the presence refresh runs (the timer calls hub.refresh through the instance, so this sees every run).
+  const refreshes: [string, string][] = [];
+  const refresh = hub.refresh.bind(hub);
+  hub.refresh = async () => {
+    const start = process.hrtime.bigint();
+    try {
+      await refresh();
+    } finally {
+      refreshes.push([start.toString(), process.hrtime.bigint().toString()]);
+      if (refreshes.length > 200) refreshes.shift();
+    }
+  };
   /**
    * Events are addressed to a tab of a session: look each tab's session up once, before any timing (and
    * once per prefix and count: with a PostgreSQL store 10,000 look-ups take seconds).
@@ -140,6 +156,20 @@ await serveAsChild(async () => {
   });
 
   app.get('/__bench/redis-counts', async () => Object.fromEntries(redisCounts));
+  app.get('/__bench/refreshes', async () => refreshes);
+  // Sampled every 1 ms; a sample is the time between two timer runs, so 1 ms is "no delay".
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  let gc = { count: 0, maxMs: 0 };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gc = { count: gc.count + 1, maxMs: Math.max(gc.maxMs, entry.duration) };
+  }).observe({ entryTypes: ['gc'] });
+  app.get('/__bench/loop', async () => {
+    const reading = { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6, gcCount: gc.count, gcMaxMs: gc.maxMs };
+    loop.reset();
+    gc = { count: 0, maxMs: 0 };
+    return reading;
+  });
   app.post('/__bench/binding-refresh', async () => {
     const started = process.hrtime.bigint();
     await refreshTabBindings(hub, store.tabs, clock);

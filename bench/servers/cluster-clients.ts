@@ -12,7 +12,8 @@
  *   warmup  {count}: opens, registers, unregisters and closes `count` tabs (first-use costs off the books)
  *   open    {from, to, concurrency}: opens and registers tabs tabIdOf(prefix, i), i in [from, to)
  *   cookies {from, to}: the session cookies (`tabwire_sid=…`) of tabs from..to-1
- *   latency-reset / latency-count / latency-result: `BenchLatency` events (data.t = sender's CLOCK_MONOTONIC ns)
+ *   latency-reset / latency-count / latency-result / latency-samples: `BenchLatency` events (data.t = sender's
+ *           CLOCK_MONOTONIC ns); latency-samples answers [sent ns, ms] per event
  *   arrivals-reset / arrivals-read: CLOCK_MONOTONIC ns at which each tab received `SignatureReceived`
  *   stats   {open, failed, unexpectedCloses, received}
  */
@@ -42,6 +43,8 @@ let unexpectedCloses = 0;
 let stopping = false;
 const received = new Map<string, number>();
 let latencies: number[] = [];
+/** The send time (CLOCK_MONOTONIC ns, as text) of each latency sample. */
+let sentAt: string[] = [];
 let negative = 0;
 let arrivals: [string, string][] = [];
 
@@ -55,9 +58,11 @@ function onFrame(tabId: string, raw: WebSocket.RawData): void {
   const frame = JSON.parse(raw.toString()) as { type: string; data: unknown };
   received.set(frame.type, (received.get(frame.type) ?? 0) + 1);
   if (frame.type === 'BenchLatency') {
-    const ms = Number(at - BigInt((frame.data as { t: string }).t)) / 1e6;
+    const t = (frame.data as { t: string }).t;
+    const ms = Number(at - BigInt(t)) / 1e6;
     if (ms < 0) negative++;
     latencies.push(ms);
+    sentAt.push(t);
   } else if (frame.type === 'SignatureReceived') {
     arrivals.push([tabId, at.toString()]);
   }
@@ -189,6 +194,7 @@ serveWorker(
     },
     'latency-reset'() {
       latencies = [];
+      sentAt = [];
       negative = 0;
       return true;
     },
@@ -206,6 +212,9 @@ serveWorker(
         mean: latencies.length > 0 ? sum / latencies.length : Number.NaN,
         negative,
       };
+    },
+    'latency-samples'() {
+      return latencies.map((ms, k) => [sentAt[k]!, ms] as const);
     },
     'arrivals-reset'() {
       arrivals = [];
