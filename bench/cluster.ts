@@ -495,7 +495,7 @@ export const cluster: Benchmark = {
       const idleBefore = await waitForQuiet();
       pg = await startBenchPostgres();
       redis = await startBenchRedis();
-      const pgVersion = execFileSync('/usr/lib/postgresql/15/bin/postgres', ['--version'], { encoding: 'utf8' }).trim().split(' ').pop() ?? '?';
+      const pgVersion = /PostgreSQL\)\s+(\S+)/.exec(execFileSync('/usr/lib/postgresql/15/bin/postgres', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
       const redisVersion = /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
       const quiet = new QuietPolicy(OTHER_CPU_LIMIT, MAX_RETRIES);
       const p = pg;
