@@ -8,6 +8,7 @@ import { performance } from 'node:perf_hooks';
 import type { BenchReport, Benchmark } from './lib/types.js';
 import { callbacks } from './callbacks.js';
 import { channelMemory } from './channel-memory.js';
+import { cluster } from './cluster.js';
 import { deliverLatency } from './deliver-latency.js';
 import { longpollMemory } from './longpoll-memory.js';
 import { qrEncoders } from './qr-encoders.js';
@@ -17,7 +18,7 @@ import { waitingPeople } from './waiting-people.js';
 import { xmppRouter } from './xmpp-router.js';
 import { xmppThroughput } from './xmpp-throughput.js';
 
-const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, storeWrites];
+const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, storeWrites, cluster];
 
 function print(report: BenchReport, seconds: number): void {
   console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);

@@ -8,13 +8,26 @@
  *                               tabs tabIdOf(prefix, i), paced; each event's data carries the CLOCK_MONOTONIC
  *                               time (ns) just before hub.deliver. Answers when the last one was handed over.
  *   POST /__bench/deliver-all   {prefix, tabs}: one event to every tab tabIdOf(prefix, i)
+ *   GET  /__bench/redis-counts  cluster node: the commands this node sent to Redis so far, by kind (see below)
+ *   POST /__bench/binding-refresh  what the node's binding-refresh timer does, once, now (tab bindings in the
+ *                               store, handler TTLs in Redis); answers how long it took
+ *   GET  /__bench/loop          event-loop delay (p99, max ms; 1 ms sampling) and GC pauses since the last call, then resets
+ *   GET  /__bench/refreshes     the node's last presence refreshes (hub.refresh, cluster mode): [startNs, endNs]
+ *                               pairs on CLOCK_MONOTONIC, so event latencies can be set beside them
  *
- * Args: one JSON object {port, sqliteFile, pingTimeoutSeconds?, longPollHoldSeconds?, tabIdleSeconds?}.
+ * Args: one JSON object {port, sqliteFile, pingTimeoutSeconds?, longPollHoldSeconds?, tabIdleSeconds?,
+ * databaseUrl?, redisUrl?, publicBaseUrl?, qrRequestsPerAddressPerMinute?, tabBindingRetentionSeconds?}: with databaseUrl and redisUrl
+ * the node runs in cluster mode (PostgreSQL store, Redis broker, bus and limits); publicBaseUrl names the
+ * address every node of one cluster shares (the load balancer's).
  */
 import { readdirSync } from 'node:fs';
+import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
+import type { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
+import { refreshTabBindings } from '../../src/hub/binding-refresh.js';
+import type { TabAddress } from '../../src/hub/address.js';
 import { settleHeap } from '../lib/channel-heap.js';
 import { tabIdOf } from '../lib/channel-ids.js';
 import { serveAsChild } from './protocol.js';
@@ -25,6 +38,44 @@ interface Args {
   pingTimeoutSeconds?: number;
   longPollHoldSeconds?: number;
   tabIdleSeconds?: number;
+  databaseUrl?: string;
+  redisUrl?: string;
+  publicBaseUrl?: string;
+  qrRequestsPerAddressPerMinute?: number;
+  tabBindingRetentionSeconds?: number;
+}
+
+/**
+ * Counts every command a node sends on its Redis command connection (pipelined ones included: ioredis
+ * sends each through `sendCommand`), by kind: a broker script by its name (`twPublish`, `twHold` …),
+ * another script and a plain command by the first key's family (`evalsha rate:qr_address`,
+ * `hgetall handlers:tab`, `publish bus`), with ` (pipelined)` when sent in a pipeline. Bench-only; src/
+ * is not changed.
+ */
+function countRedisCommands(client: Redis, prefix: string): Map<string, number> {
+  const counts = new Map<string, number>();
+  const scripts = (client as unknown as { scriptsSet?: Record<string, { sha: string }> }).scriptsSet ?? {};
+  const names = new Map<string, string>();
+  const family = (key: unknown): string => {
+    if (typeof key !== 'string' && !Buffer.isBuffer(key)) return '';
+    const text = key.toString();
+    if (!text.startsWith(prefix)) return '';
+    return text.slice(prefix.length).replace(/\{[^}]*\}/g, '{}').split(':').slice(0, 2).join(':');
+  };
+  type Sent = { name: string; args: unknown[] };
+  const send = client.sendCommand.bind(client) as (command: Sent, stream?: unknown) => unknown;
+  (client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream) => {
+    let kind: string;
+    if (command.name === 'evalsha' || command.name === 'eval') {
+      if (names.size === 0) for (const [name, script] of Object.entries(scripts)) names.set(script.sha, name);
+      kind = names.get(String(command.args[0])) ?? `${command.name} ${family(command.args[2])}`;
+    } else kind = `${command.name} ${family(command.args[0])}`.trim();
+    // A pipelined twHold is the node's periodic presence refresh; a lone one a Register or a detach.
+    if ((stream as { isPipeline?: boolean } | undefined)?.isPipeline) kind += ' (pipelined)';
+    counts.set(kind, (counts.get(kind) ?? 0) + 1);
+    return send(command, stream);
+  };
+  return counts;
 }
 
 await serveAsChild(async () => {
@@ -39,17 +90,42 @@ await serveAsChild(async () => {
       ...(args.pingTimeoutSeconds === undefined ? {} : { pingTimeoutSeconds: args.pingTimeoutSeconds }),
       ...(args.longPollHoldSeconds === undefined ? {} : { longPollHoldSeconds: args.longPollHoldSeconds }),
       ...(args.tabIdleSeconds === undefined ? {} : { tabIdleSeconds: args.tabIdleSeconds }),
+      ...(args.databaseUrl === undefined ? {} : { databaseUrl: args.databaseUrl }),
+      ...(args.redisUrl === undefined ? {} : { redisUrl: args.redisUrl }),
+      ...(args.publicBaseUrl === undefined ? {} : { publicBaseUrl: args.publicBaseUrl }),
+      ...(args.qrRequestsPerAddressPerMinute === undefined ? {} : { qrRequestsPerAddressPerMinute: args.qrRequestsPerAddressPerMinute }),
+      ...(args.tabBindingRetentionSeconds === undefined ? {} : { tabBindingRetentionSeconds: args.tabBindingRetentionSeconds }),
     },
   );
   const app = await buildApp(config);
-  const { hub, store } = app.tabwire;
-  /** Events are addressed to a tab of a session: look each tab's session up once, before any timing. */
-  const addresses = async (prefix: string, tabs: number) => {
+  const { hub, store, redis, handlers, clock } = app.tabwire;
+  const redisCounts = redis ? countRedisCommands(redis.client, redis.prefix) : new Map<string, number>();
+  // When the presence refresh runs (the timer calls hub.refresh through the instance, so this sees every run).
+  const refreshes: [string, string][] = [];
+  const refresh = hub.refresh.bind(hub);
+  hub.refresh = async () => {
+    const start = process.hrtime.bigint();
+    try {
+      await refresh();
+    } finally {
+      refreshes.push([start.toString(), process.hrtime.bigint().toString()]);
+      if (refreshes.length > 200) refreshes.shift();
+    }
+  };
+  /**
+   * Events are addressed to a tab of a session: look each tab's session up once, before any timing (and
+   * once per prefix and count: with a PostgreSQL store 10,000 look-ups take seconds).
+   */
+  const looked = new Map<string, TabAddress[]>();
+  const addresses = async (prefix: string, tabs: number): Promise<TabAddress[]> => {
+    const known = looked.get(`${prefix}:${tabs}`);
+    if (known) return known;
     const out = [];
     for (let i = 0; i < tabs; i++) {
       const tabId = tabIdOf(prefix, i);
       out.push({ tabId, session: (await store.tabs.sessionOf(tabId)) ?? 'unbound' });
     }
+    looked.set(`${prefix}:${tabs}`, out);
     return out;
   };
 
@@ -77,6 +153,28 @@ await serveAsChild(async () => {
     }
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     return { count, ms, maxLateMs: Number(lateNs) / 1e6 };
+  });
+
+  app.get('/__bench/redis-counts', async () => Object.fromEntries(redisCounts));
+  app.get('/__bench/refreshes', async () => refreshes);
+  // Sampled every 1 ms; a sample is the time between two timer runs, so 1 ms is "no delay".
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  loop.enable();
+  let gc = { count: 0, maxMs: 0 };
+  new PerformanceObserver((list) => {
+    for (const entry of list.getEntries()) gc = { count: gc.count + 1, maxMs: Math.max(gc.maxMs, entry.duration) };
+  }).observe({ entryTypes: ['gc'] });
+  app.get('/__bench/loop', async () => {
+    const reading = { p99Ms: loop.percentile(99) / 1e6, maxMs: loop.max / 1e6, gcCount: gc.count, gcMaxMs: gc.maxMs };
+    loop.reset();
+    gc = { count: 0, maxMs: 0 };
+    return reading;
+  });
+  app.post('/__bench/binding-refresh', async () => {
+    const started = process.hrtime.bigint();
+    await refreshTabBindings(hub, store.tabs, clock);
+    await handlers.touchTabs(hub.heldAddresses());
+    return { ms: Number(process.hrtime.bigint() - started) / 1e6, tabs: hub.heldTabIds().length };
   });
 
   app.post('/__bench/deliver-all', async (request) => {

@@ -1,0 +1,240 @@
+/**
+ * Load-generator child for the cluster benchmark (bench/cluster.ts): holds many waiting pages' WebSockets
+ * to one tabwire node, as the event script does: handshake on /ClientEventsWS with subprotocol `ls` and
+ * the page's Origin, the session cookie taken from the 101 response (one session per tab), `Register`, the
+ * server's CheckServerInstance back, then `Ping` every `pingMs` (phases spread). The parent asks for the
+ * cookies, so it can send the tabs' QR requests and signatures to any node. Arrival times are read with
+ * process.hrtime (CLOCK_MONOTONIC, shared by every process on the machine) before parsing. Loopback only.
+ * Driven over IPC by bench/lib/channel-worker.ts.
+ *
+ * Commands:
+ *   setup   {port, origin, prefix, pingMs}
+ *   warmup  {count}: opens, registers, unregisters and closes `count` tabs (first-use costs off the books)
+ *   open    {from, to, concurrency}: opens and registers tabs tabIdOf(prefix, i), i in [from, to)
+ *   cookies {from, to}: the session cookies (`tabwire_sid=…`) of tabs from..to-1
+ *   latency-reset / latency-count / latency-result / latency-samples: `BenchLatency` events (data.t = sender's
+ *           CLOCK_MONOTONIC ns); latency-samples answers [sent ns, ms] per event
+ *   arrivals-reset / arrivals-read: CLOCK_MONOTONIC ns at which each tab received `SignatureReceived`
+ *   stats   {open, failed, unexpectedCloses, received}
+ */
+import WebSocket from 'ws';
+import { tabIdOf } from '../lib/channel-ids.js';
+import { serveWorker } from '../lib/channel-worker.js';
+import { percentile } from '../lib/stats.js';
+
+interface Setup {
+  port: number;
+  origin: string;
+  prefix: string;
+  pingMs: number;
+}
+
+interface Tab {
+  ws: WebSocket;
+  cookie: string;
+  ping: NodeJS.Timeout | undefined;
+}
+
+let setup: Setup | undefined;
+const tabs = new Map<number, Tab>();
+let failed = 0;
+let firstError: string | undefined;
+let unexpectedCloses = 0;
+let stopping = false;
+const received = new Map<string, number>();
+let latencies: number[] = [];
+/** The send time (CLOCK_MONOTONIC ns, as text) of each latency sample. */
+let sentAt: string[] = [];
+let negative = 0;
+let arrivals: [string, string][] = [];
+
+const assertSetup = (): Setup => {
+  if (!setup) throw new Error('setup first');
+  return setup;
+};
+
+function onFrame(tabId: string, raw: WebSocket.RawData): void {
+  const at = process.hrtime.bigint();
+  const frame = JSON.parse(raw.toString()) as { type: string; data: unknown };
+  received.set(frame.type, (received.get(frame.type) ?? 0) + 1);
+  if (frame.type === 'BenchLatency') {
+    const t = (frame.data as { t: string }).t;
+    const ms = Number(at - BigInt(t)) / 1e6;
+    if (ms < 0) negative++;
+    latencies.push(ms);
+    sentAt.push(t);
+  } else if (frame.type === 'SignatureReceived') {
+    arrivals.push([tabId, at.toString()]);
+  }
+}
+
+/** Opens one tab; resolves once the server answered its Register (CheckServerInstance). */
+function openTab(s: Setup, n: number, keep: boolean): Promise<Tab> {
+  const id = tabIdOf(s.prefix, n);
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ClientEventsWS`, 'ls', {
+      perMessageDeflate: false,
+      handshakeTimeout: 30_000,
+      headers: { Origin: s.origin },
+    });
+    let cookie: string | undefined;
+    let settled = false;
+    const timer = setTimeout(() => fail(new Error('no CheckServerInstance within 30 s of Register')), 30_000);
+    const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      ws.terminate();
+      reject(err);
+    };
+    ws.once('upgrade', (response) => {
+      cookie = (response.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]!).find((c) => c.startsWith('tabwire_sid='));
+    });
+    ws.once('error', fail);
+    ws.once('open', () => {
+      if (cookie === undefined) return fail(new Error('the 101 response set no tabwire_sid cookie'));
+      ws.send(JSON.stringify({ cmd: 'Register', tabId: id, location: `${s.origin}/` }));
+    });
+    const first = (data: WebSocket.RawData): void => {
+      if (settled) return;
+      if ((JSON.parse(data.toString()) as { type?: string }).type !== 'CheckServerInstance') return;
+      settled = true;
+      clearTimeout(timer);
+      ws.off('message', first);
+      ws.off('error', fail);
+      ws.on('error', () => undefined);
+      const tab: Tab = { ws, cookie: cookie!, ping: undefined };
+      if (keep) {
+        ws.on('message', (raw) => onFrame(id, raw));
+        ws.on('close', () => {
+          if (!stopping) unexpectedCloses++;
+        });
+      }
+      resolve(tab);
+    };
+    ws.on('message', first);
+  });
+}
+
+function startPings(tab: Tab, pingMs: number): void {
+  const ping = (): void => {
+    if (tab.ws.readyState === WebSocket.OPEN) tab.ws.send('{"cmd":"Ping"}');
+  };
+  // The event script pings from its own start: phases spread over the interval.
+  tab.ping = setTimeout(() => {
+    ping();
+    tab.ping = setInterval(ping, pingMs);
+  }, Math.random() * pingMs);
+}
+
+async function lanes(from: number, to: number, concurrency: number, each: (n: number) => Promise<void>): Promise<void> {
+  let next = from;
+  const lane = async (): Promise<void> => {
+    while (next < to) await each(next++);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
+}
+
+serveWorker(
+  {
+    setup(a: Setup) {
+      if (setup) throw new Error('already set up');
+      if (!a.origin.startsWith('http://127.0.0.1:')) throw new Error('loopback only');
+      setup = a;
+      return true;
+    },
+    async warmup(a: { count: number }) {
+      const s = assertSetup();
+      const opened: WebSocket[] = [];
+      await lanes(0, a.count, 100, async (n) => {
+        try {
+          opened.push((await openTab({ ...s, prefix: `${s.prefix}warm-` }, n, false)).ws);
+        } catch {
+          // counted by the caller's checks (the server must count none of them afterwards)
+        }
+      });
+      for (const ws of opened) ws.send('{"cmd":"Unregister"}');
+      await new Promise((r) => setTimeout(r, 300));
+      await Promise.all(
+        opened.map(
+          (ws) =>
+            new Promise<void>((resolve) => {
+              ws.once('close', () => resolve());
+              ws.close(1000, 'warmup done');
+            }),
+        ),
+      );
+      return { warmed: opened.length };
+    },
+    async open(a: { from: number; to: number; concurrency: number }) {
+      const s = assertSetup();
+      const started = performance.now();
+      let opened = 0;
+      await lanes(a.from, a.to, a.concurrency, async (n) => {
+        try {
+          const tab = await openTab(s, n, true);
+          tabs.set(n, tab);
+          startPings(tab, s.pingMs);
+          opened++;
+        } catch (err) {
+          failed++;
+          firstError ??= (err as Error).message;
+        }
+      });
+      return { opened, failed, firstError, ms: performance.now() - started, total: tabs.size };
+    },
+    cookies(a: { from: number; to: number }) {
+      const out: string[] = [];
+      for (let n = a.from; n < a.to; n++) {
+        const tab = tabs.get(n);
+        if (!tab) throw new Error(`tab ${n} is not open`);
+        out.push(tab.cookie);
+      }
+      return out;
+    },
+    'latency-reset'() {
+      latencies = [];
+      sentAt = [];
+      negative = 0;
+      return true;
+    },
+    'latency-count'() {
+      return latencies.length;
+    },
+    'latency-result'() {
+      const sum = latencies.reduce((t, v) => t + v, 0);
+      return {
+        count: latencies.length,
+        p50: percentile(latencies, 50),
+        p90: percentile(latencies, 90),
+        p99: percentile(latencies, 99),
+        max: percentile(latencies, 100),
+        mean: latencies.length > 0 ? sum / latencies.length : Number.NaN,
+        negative,
+      };
+    },
+    'latency-samples'() {
+      return latencies.map((ms, k) => [sentAt[k]!, ms] as const);
+    },
+    'arrivals-reset'() {
+      arrivals = [];
+      return true;
+    },
+    'arrivals-read'() {
+      return arrivals;
+    },
+    stats() {
+      let open = 0;
+      for (const tab of tabs.values()) if (tab.ws.readyState === WebSocket.OPEN) open++;
+      return { open, failed, firstError, unexpectedCloses, received: Object.fromEntries(received) };
+    },
+  },
+  () => {
+    stopping = true;
+    for (const tab of tabs.values()) {
+      clearTimeout(tab.ping);
+      clearInterval(tab.ping);
+      tab.ws.terminate();
+    }
+  },
+);
