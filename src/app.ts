@@ -20,7 +20,7 @@ import { preflightGuard } from './http/cors-preflight.js';
 import { rawProblemResponse, registerProblemHandlers, sendFrameworkError } from './http/problem.js';
 import { quickLoginRoutes } from './http/quicklogin-routes.js';
 import { registerRequestLimits } from './http/request-limits.js';
-import { logRequest, serializeRequest } from './http/request-log.js';
+import { AccessLog, serializeRequest } from './http/request-log.js';
 import { ajvTextFormats } from './http/schema-text.js';
 import { createServices, type Deps, type Services } from './services.js';
 
@@ -64,9 +64,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     return503OnClosing: false,
     // Request logs never carry a whole login code (request-log.ts).
     logger: { level: config.logLevel, serializers: { req: serializeRequest }, ...(deps.logStream ? { stream: deps.logStream } : {}) },
-    // One access-log line per request (logRequest below) instead of Fastify's two: on the QR path, where
-    // every waiting page asks every 2 s, each log line cost as much as a fifth of the request (docs/benchmarks.md).
-    disableRequestLogging: true,
+    // One access-log line per request instead of Fastify's two (request-log.ts).
+    logController: new AccessLog(),
     bodyLimit: config.bodyLimitBytes,
     // Types are not coerced: "60" is not a number of seconds. All errors, so one answer names every bad field.
     // The text formats are the one rule for free text (http/schema-text.ts, docs/input.md).
@@ -79,7 +78,6 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   const services = await createServices(config, deps, log);
   const { store, hub, registry, clock, quickLogin, signer, tokens, accounts } = services;
   app.decorate('tabwire', services);
-  app.addHook('onResponse', logRequest);
   app.addHook('onClose', () => services.close());
   registerShutdown(app, services, config.shutdownTimeoutSeconds * 1000);
   // Node reports a request that did not arrive in time as a client error (and answers 408 itself).
