@@ -3,12 +3,14 @@ import { Worker } from 'node:worker_threads';
 
 /** How often the worker checkpoints the WAL (each one copies what the writer added since the last). */
 const CHECKPOINT_EVERY_MS = 1_000;
+/** A WAL larger than this is emptied (TRUNCATE checkpoint), which briefly holds the writer. */
+const WAL_TRUNCATE_BYTES = 32 * 1024 * 1024;
 
 /**
  * The worker's program. A constant of this module, never anything received: it is given to the Worker
  * as source (`eval: true`) so that the same code runs from the compiled service and from the
  * TypeScript sources under test, where a worker file would need a TypeScript loader. CommonJS, so it
- * loads better-sqlite3 by the path resolved here. workerData: { module, file, everyMs }.
+ * loads better-sqlite3 by the path resolved here. workerData: { module, file, everyMs, truncateBytes }.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -16,10 +18,30 @@ const SQLite = require(workerData.module);
 const db = new SQLite(workerData.file);
 // Never wait for the writer: a checkpoint that meets a busy database is simply tried again next time.
 db.pragma('busy_timeout = 0');
+const { statSync } = require('node:fs');
+const walSize = () => {
+  try {
+    return statSync(workerData.file + '-wal').size;
+  } catch {
+    return 0;
+  }
+};
 const timer = setInterval(() => {
   try {
     // PASSIVE: copies what it can without waiting for, or blocking, the main connection.
     db.pragma('wal_checkpoint(PASSIVE)');
+    // Under writes that never pause, a PASSIVE checkpoint never finds the log fully copied at the moment a
+    // write starts, so SQLite never starts the log over and it grows. Past a bound, TRUNCATE waits for the
+    // writer's current transaction, copies the little the last PASSIVE run left, and empties the log: a
+    // short pause for the writer, now and then, instead of a log without end.
+    if (walSize() > workerData.truncateBytes) {
+      db.pragma('busy_timeout = 2000');
+      try {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+      } finally {
+        db.pragma('busy_timeout = 0');
+      }
+    }
   } catch {
     // SQLITE_BUSY or a closing database: the next run tries again.
   }
@@ -46,7 +68,7 @@ export class Checkpointer {
   /** `onFailure`: the worker could not run (the caller turns automatic checkpoints back on). */
   constructor(file: string, onFailure: (err: unknown) => void) {
     const module = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, everyMs: CHECKPOINT_EVERY_MS } });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, everyMs: CHECKPOINT_EVERY_MS, truncateBytes: WAL_TRUNCATE_BYTES } });
     this.worker.on('error', onFailure);
     this.worker.unref();
     this.exited = new Promise((resolve) => this.worker.once('exit', () => resolve()));
