@@ -229,7 +229,7 @@ async function tabwire(port: number, dir: string, reference: Reference, benchUrl
     child = await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite')]);
     const server = child;
 
-    // Sanity: every mode answers as SPEC.md "QR response" says, before anything is timed.
+    // Sanity: every mode answers as docs/signing.md says, before anything is timed.
     const post = async (mode: QrMode): Promise<Record<string, unknown>> => {
       const r = await fetchOnce(server.port, 'POST', '/QuickLogin', { mode, purpose: 'bench', serviceId: '', tab: '' });
       expect(r.status === 200, `POST /QuickLogin (${mode}) answered ${r.status}: ${r.body.toString('utf8').slice(0, 300)}`);

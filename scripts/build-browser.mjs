@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Builds the browser event client from src/browser/ (ARCHITECTURE.md §3):
+// Builds the browser event client from src/browser/ (docs/events.md):
 //   dist/public/Events.js   IIFE, minified, served at GET /Events.js; installs window.Events
 //   dist/client/index.js    ES module for the `tabwire/client` export, with index.d.ts beside it
 // esbuild bundles (type-stripping only); tsc typechecks the same sources and emits the declarations.

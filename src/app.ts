@@ -34,7 +34,7 @@ declare module 'fastify' {
   }
 }
 
-/** The one wiring point (ARCHITECTURE.md §1): a ready Fastify instance that does not listen. */
+/** The one wiring point (docs/deployment.md): a ready Fastify instance that does not listen. */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
   // Slow clients (docs/configuration.md "Slow clients and shutdown"): headers and the whole request must arrive in time,
   // else Node answers 408 and closes. Node checks every connectionsCheckingInterval (30 s by default),
@@ -45,7 +45,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     headersTimeout: Math.min(config.headersTimeoutSeconds, config.requestTimeoutSeconds) * 1000,
     connectionsCheckingInterval: 1000,
   };
-  // HTTPS served directly when a certificate is configured (ARCHITECTURE.md §5); else plain HTTP, e.g. behind a proxy.
+  // HTTPS served directly when a certificate is configured (docs/deployment.md); else plain HTTP, e.g. behind a proxy.
   const server =
     config.tlsCertFile === undefined || config.tlsKeyFile === undefined
       ? { http: timeouts }

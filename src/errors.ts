@@ -1,5 +1,5 @@
 /**
- * The one error catalogue (ARCHITECTURE.md §6). Every refusal the service makes has a stable
+ * The one error catalogue (docs/errors.md). Every refusal the service makes has a stable
  * `code` here, an HTTP status, and a title; HTTP answers are RFC 9457 problem+json built from it.
  */
 export const errorCatalogue = {

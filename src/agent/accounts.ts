@@ -6,7 +6,7 @@ import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './passwords.js
 import type { LoginThrottle } from './throttle.js';
 import type { AgentClaims, IssuedToken, TokenService } from './tokens.js';
 
-/** User names are XMPP local parts (ARCHITECTURE.md §4: the account's JID is `user@<component domain>`). */
+/** User names are XMPP local parts (docs/agent-api.md: the account's JID is `user@<component domain>`). */
 export const USER_NAME_PATTERN = '^[a-z0-9][a-z0-9._-]{1,63}$';
 
 export interface AccountsOptions {
@@ -21,7 +21,7 @@ export interface AccountsOptions {
   onLimited?: (limit: 'login_account' | 'login_address') => void;
 }
 
-/** Agent accounts: creation, password login, token refresh (ARCHITECTURE.md §4). */
+/** Agent accounts: creation, password login, token refresh (docs/agent-api.md). */
 export class Accounts {
   constructor(private readonly o: AccountsOptions) {}
 

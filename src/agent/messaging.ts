@@ -36,7 +36,7 @@ export interface PoppedMessage {
 }
 
 /**
- * Sending and popping for agent accounts (ARCHITECTURE.md §4): local recipients are routed
+ * Sending and popping for agent accounts (docs/agent-api.md): local recipients are routed
  * in-process through the router, others go out through the XMPP server.
  */
 export class Messaging {

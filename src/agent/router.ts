@@ -11,7 +11,7 @@ const ACCOUNT_CACHE_SIZE = 10_000;
 
 export type RouteOutcome = 'delivered' | 'stored' | 'unknown_recipient' | 'quota_full';
 
-/** `data` of the event a handler's tab receives (ARCHITECTURE.md §4). */
+/** `data` of the event a handler's tab receives (docs/agent-api.md). */
 export interface RoutedMessageData {
   from: string;
   to: string;

@@ -1,6 +1,6 @@
 import type { InboundMessage } from './message.js';
 
-/** What a handler listens for; a null field matches anything (SPEC.md "RegisterEventHandler"). */
+/** What a handler listens for; a null field matches anything (docs/xmpp.md). */
 export interface Selector {
   localName: string | null;
   namespace: string | null;
@@ -8,7 +8,7 @@ export interface Selector {
 }
 
 /**
- * Specificity, most specific first (ARCHITECTURE.md §4): (localName, namespace, type) >
+ * Specificity, most specific first (docs/agent-api.md): (localName, namespace, type) >
  * (localName, namespace) > (namespace, type) > (namespace) > (type) > (). As a number: local name
  * 4, namespace 2, type 1, so every listed order holds and the unlisted shapes fall in between.
  */

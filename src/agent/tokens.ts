@@ -6,7 +6,7 @@ import { generateEd25519, privateKeyFromPem, publicKeyFromRaw, rawPublicKey } fr
 import { newestKey } from '../store/key-ring.js';
 import type { ServerKey, ServerKeyStore } from '../store/stores.js';
 
-/** Token lifetimes are clamped to 1..3600 s (REFERENCE-CLIENTS.md "Agent API habits"). */
+/** Token lifetimes are clamped to 1..3600 s (docs/agent-api.md). */
 export const MAX_TOKEN_SECONDS = 3600;
 export const clampSeconds = (seconds: number): number => Math.min(MAX_TOKEN_SECONDS, Math.max(1, Math.floor(seconds)));
 
@@ -60,7 +60,7 @@ export async function rotateTokenKey(keys: ServerKeyStore, clock: Clock): Promis
 }
 
 /**
- * Agent API JWTs (ARCHITECTURE.md §4): EdDSA only, pinned on verify; a `kid` per key; the newest
+ * Agent API JWTs (docs/agent-api.md): EdDSA only, pinned on verify; a `kid` per key; the newest
  * key in the store signs, every stored key verifies, so a rotation keeps older tokens valid until
  * they expire. Keys written by another process (the CLI, another node) are picked up at once on an
  * unknown `kid` (one shared read of the store), and by `reload()`.

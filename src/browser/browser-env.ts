@@ -87,7 +87,7 @@ export function browserDeps(options: EventClientOptions): EventClientDeps {
 }
 
 /**
- * SPEC.md "Unregister on teardown", on `pagehide` rather than `beforeunload`: it also fires when
+ * docs/events.md, on `pagehide` rather than `beforeunload`: it also fires when
  * the page enters the back/forward cache (and `beforeunload` handlers keep pages out of it).
  * A page restored from that cache connects again. Returns a function that unbinds.
  */

@@ -40,7 +40,7 @@ export const STABLE_AFTER_MS = 10_000;
 export const FAILED_OPENS_BEFORE_FALLBACK = 2;
 
 /**
- * The event client (ARCHITECTURE.md §3): keeps the tab ID, picks the transport (WebSocket,
+ * The event client (docs/events.md): keeps the tab ID, picks the transport (WebSocket,
  * long-poll when WebSocket is missing or never opens), reconnects with backoff, and hands
  * frames to the dispatcher. Transports above which nothing is lost when they switch.
  */

@@ -41,8 +41,8 @@ export function parseEventFrame(value: unknown): ReceivedEvent | undefined {
 }
 
 /**
- * Routes frames to the handlers a page subscribed with `on`, and to nothing else (SPEC.md
- * "Events" rule 3): names live in a Map, so no frame type can reach a global, a prototype
+ * Routes frames to the handlers a page subscribed with `on`, and to nothing else (docs/events-js.md
+ * "Behaviour"): names live in a Map, so no frame type can reach a global, a prototype
  * member, or code; nothing from the wire is evaluated. Frames are de-duplicated by id.
  */
 export class Dispatcher {

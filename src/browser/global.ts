@@ -28,7 +28,7 @@ type PageWindow = Window & {
 
 /**
  * Pages written for the reference script define global functions for the QuickLogin events
- * (REFERENCE-CLIENTS.md: `SignatureReceived(data)`, `SignatureReceivedBE()`), and must keep working.
+ * (docs/events-js.md "Pages written for the reference clients": `SignatureReceived(data)`, `SignatureReceivedBE()`), and must keep working.
  * These three are looked up by fixed names written here, never by a name that came from the wire,
  * and only when the page defined them as functions (called in addition to `Events.on` handlers).
  */

@@ -15,7 +15,7 @@ export function parseHost(value: unknown): string | undefined {
   return HOST_PATTERN.test(host) ? host : undefined;
 }
 
-/** Meta tag names that declare the event server, strongest first (ARCHITECTURE.md §3, then the reference client's). */
+/** Meta tag names that declare the event server, strongest first (docs/events.md, then the reference client's). */
 export const HOST_META_NAMES = ['tabwire-events', 'NEURON'] as const;
 
 /**
@@ -31,7 +31,7 @@ export function defaultHost(page: { host: string; protocol: string }, metaConten
   return { host: page.host, secure };
 }
 
-/** The two endpoints on an event server (SPEC.md "WebSocket", "/ClientEvents"). */
+/** The two endpoints on an event server (docs/events.md, "/ClientEvents"). */
 export function endpoints(h: EventHost): { websocket: string; longPoll: string } {
   return {
     websocket: `${h.secure ? 'wss' : 'ws'}://${h.host}/ClientEventsWS`,

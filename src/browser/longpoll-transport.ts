@@ -2,7 +2,7 @@ import type { FetchLike, Timers } from './platform.js';
 import type { Transport, TransportEnd, TransportLink } from './transport.js';
 
 /**
- * The service holds a poll ~20 s before answering `[{"type":"NOP"}]` (ARCHITECTURE.md §3); a
+ * The service holds a poll ~20 s before answering `[{"type":"NOP"}]` (docs/events.md); a
  * poll still open long after that went through a proxy that lost it, so give up and retry.
  */
 export const POLL_TIMEOUT_MS = 60_000;
@@ -33,7 +33,7 @@ export function problemCode(text: string): string | undefined {
 
 /**
  * One long poll: `POST /ClientEvents`, body = page location as text/plain, header `X-TabID`,
- * and `X-Last-Event-ID` once an event was seen (REFERENCE-CLIENTS.md "The event script", with
+ * and `X-Last-Event-ID` once an event was seen (docs/events.md "What a reference page can be answered", with
  * the additive id). The answer is a JSON array of `{type, data, id}` frames. Credentials are
  * included because the tab is bound to the session cookie, also when the event host differs.
  */

@@ -3,7 +3,7 @@ import { TAB_ID_PATTERN } from '../protocol/frames.js';
 /**
  * Where the tab ID lives between page loads. The browser keeps it in `window.name`, which
  * survives reloads and same-tab navigation but is not shared with other tabs (unlike
- * localStorage), so each tab keeps its own ID (REFERENCE-CLIENTS.md "The event script").
+ * localStorage), so each tab keeps its own ID (docs/events.md "What a reference page can be answered").
  */
 export interface TabIdStore {
   read(): string | undefined;

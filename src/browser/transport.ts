@@ -1,5 +1,5 @@
 /**
- * The transport contract (STYLE.md, after socket.io's engine.io): a transport is one connection
+ * The transport contract (after socket.io's engine.io): a transport is one connection
  * (a WebSocket) or one request (a long poll). It reports frames and exactly one end; the client
  * above it owns the tab ID, de-duplication, backoff and the choice of transport, so switching
  * transport loses nothing.

@@ -11,7 +11,7 @@ export const SERVER_CLOSE = {
   replaced: 4409,
 } as const;
 
-/** SPEC.md "Limits": the client pings every 10 s; the service closes after 30 s of silence. */
+/** docs/signing.md: the client pings every 10 s; the service closes after 30 s of silence. */
 export const PING_INTERVAL_MS = 10_000;
 
 /** RFC 6455 §7.4.1: normal closure. */
@@ -36,7 +36,7 @@ export function endForClose(code: number, opened: boolean): TransportEnd {
 }
 
 /**
- * One WebSocket to `/ClientEventsWS` with subprotocol `ls` (SPEC.md "WebSocket"): Register on
+ * One WebSocket to `/ClientEventsWS` with subprotocol `ls` (docs/events.md): Register on
  * open, Ping every 10 s, Unregister on a goodbye. Reports the end once; never reconnects itself.
  */
 export function openWebSocket(link: TransportLink, deps: WebSocketTransportDeps): Transport {

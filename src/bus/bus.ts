@@ -6,7 +6,7 @@ import type { StoredMessage } from '../store/stores.js';
 /**
  * Where an event goes when it cannot reach its tab (no live connection, buffer overflow or age):
  * plain data, so it travels on any bus. Events without one are simply lost after their bounds
- * (SPEC.md "Events" rule 1: browser delivery is not durable).
+ * (docs/events.md "Event streams": browser delivery is not durable).
  */
 export type DeliveryFallback = {
   /** An XMPP message routed to a handler: stored for the account's PopMessages instead. */

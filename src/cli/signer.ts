@@ -3,7 +3,7 @@ import { signEd25519 } from '../identity/keys.js';
 import { buildChallenge, signedMessage, type Decision } from '../quicklogin/challenge.js';
 import type { SignInfo } from '../quicklogin/quicklogin.js';
 
-/** The reference signer's protocol side (ARCHITECTURE.md §2), usable in-process by tests. */
+/** The reference signer's protocol side (docs/signing.md), usable in-process by tests. */
 
 export class SignerError extends Error {
   override name = 'SignerError';

@@ -29,7 +29,7 @@ export const ConfigSchema = Type.Object(
     redisKeyPrefix: Type.String({ default: 'tabwire:', pattern: '^[A-Za-z0-9_.:-]{0,64}$' }),
     /** Further origins whose pages may use the service; the origin of publicBaseUrl is always allowed. No wildcards. */
     allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
-    /** Validity of a QR login code (SPEC.md "Limits": 5 minutes). */
+    /** Validity of a QR login code (docs/signing.md: 5 minutes). */
     codeValiditySeconds: Type.Integer({ default: 300, minimum: 5, maximum: 3600 }),
     /** Pixels per QR module in PNG images. */
     qrModulePixels: Type.Integer({ default: 6, minimum: 1, maximum: 32 }),
@@ -84,7 +84,7 @@ export const ConfigSchema = Type.Object(
     identityValidDays: Type.Integer({ default: 365, minimum: 1, maximum: 3650 }),
     /** How long after a signature the requesting page may fetch the result's attachments. */
     attachmentUrlSeconds: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
-    /** Validity of a backend registration (SPEC.md "Limits": 5 minutes; renewal restarts it). */
+    /** Validity of a backend registration (docs/signing.md: 5 minutes; renewal restarts it). */
     serviceValiditySeconds: Type.Integer({ default: 300, minimum: 10, maximum: 86_400 }),
     /** Development flag: callbacks over plain http, to loopback addresses only. */
     callbackAllowHttpLoopback: Type.Boolean({ default: false }),

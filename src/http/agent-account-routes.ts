@@ -21,7 +21,7 @@ const seconds = Type.Number({ description: 'token lifetime in seconds, clamped t
 const password = anyText({ minLength: 8, maxLength: 256 });
 const tokenAnswer = { 200: Type.Object({ jwt: Type.String(), expires: Type.Integer() }) };
 
-/** Agent API accounts and tokens (ARCHITECTURE.md §4). */
+/** Agent API accounts and tokens (docs/agent-api.md). */
 export async function agentAccountRoutes(app: FastifyInstance, o: AgentAccountRoutesOptions): Promise<void> {
   app.post(
     '/Agent/Account/Create',

@@ -65,7 +65,7 @@ const ApplySchema = Type.Object({
   signature: Type.String({ pattern: '^[A-Za-z0-9+/]{86}==$' }),
 });
 
-/** Identities through the Agent API (ARCHITECTURE.md §2): apply with proof of key possession, read one's own. */
+/** Identities through the Agent API (docs/signing.md): apply with proof of key possession, read one's own. */
 export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutesOptions): Promise<void> {
   app.post(
     '/Agent/Legal/ApplyId',

@@ -24,7 +24,7 @@ export interface AgentXmppRoutesOptions {
 const JID = humanText({ minLength: 3, maxLength: 3071, pattern: '^[^@/\\s]+@[^@/\\s]+(/.*)?$' });
 const optionalName = Type.Optional(humanText({ maxLength: 256 }));
 
-/** The Agent API's XMPP group (SPEC.md "RegisterEventHandler", ARCHITECTURE.md §4). */
+/** The Agent API's XMPP group (docs/xmpp.md, docs/agent-api.md). */
 export async function agentXmppRoutes(app: FastifyInstance, o: AgentXmppRoutesOptions): Promise<void> {
   app.post(
     '/Agent/Xmpp/RegisterEventHandler',

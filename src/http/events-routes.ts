@@ -56,7 +56,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
   });
 
   /**
-   * Long-poll (wire-compatible with the reference client, REFERENCE-CLIENTS.md): body = page
+   * Long-poll (wire-compatible with the reference client, docs/events.md "Long-poll"): body = page
    * location as text/plain, header X-TabID; the first poll of a tab registers it. Additive header
    * X-Last-Event-ID resumes a tab: if the service no longer knows it, 404 tells the client that
    * buffered events may be gone.

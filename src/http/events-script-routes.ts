@@ -28,7 +28,7 @@ export function ifNoneMatchHits(header: string | undefined, etag: string): boole
 }
 
 /**
- * `GET /Events.js` (SPEC.md "GET {base_url}/Events.js"): the bundle built by
+ * `GET /Events.js` (docs/events-js.md): the bundle built by
  * scripts/build-browser.mjs, read once here, with a strong ETag so a revalidation is a 304.
  */
 export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRoutesOptions): Promise<void> {
@@ -43,7 +43,7 @@ export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRo
   }
   const etag = `"${createHash('sha256').update(script).digest('base64url')}"`;
 
-  // Pages on other hosts include the script (split hosts, ARCHITECTURE.md §3); CORP lets pages
+  // Pages on other hosts include the script (split hosts, docs/events.md); CORP lets pages
   // that set Cross-Origin-Embedder-Policy load it too.
   const headers = (reply: FastifyReply): FastifyReply =>
     reply

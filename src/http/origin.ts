@@ -3,7 +3,7 @@ import { TabwireError } from '../errors.js';
 
 /**
  * Browsers always send Origin on WebSocket handshakes and cross-origin POSTs; a present Origin
- * must be on the allowlist (never relaxed globally, SPEC.md "Authentication"). A request without
+ * must be on the allowlist (never relaxed globally, docs/agent-api.md). A request without
  * one comes from a non-browser client, which could forge any header anyway.
  */
 export function checkOrigin(request: FastifyRequest, allowed: readonly string[]): string | null {

@@ -35,7 +35,7 @@ function prefersHtml(accept: string | undefined): boolean {
   return html !== -1 && (json === -1 || html < json);
 }
 
-// SPEC.md "QR request": the first four fields are required (serviceId and tab may be empty).
+// docs/signing.md: the first four fields are required (serviceId and tab may be empty).
 const validateQrRequest = compileValidator(
   Type.Object({
     mode: Type.Union(QR_MODES.map((m) => Type.Literal(m))),
@@ -49,7 +49,7 @@ const validateQrRequest = compileValidator(
   }),
 );
 
-// SPEC.md "Backend registration".
+// docs/backend.md.
 const validateRegistration = compileValidator(
   Type.Object({
     service: anyText({ minLength: 1, maxLength: 2048 }),
@@ -63,7 +63,7 @@ const validateRegistration = compileValidator(
 const QR_FIELDS = ['mode', 'purpose', 'tab'] as const;
 const REGISTRATION_FIELDS = ['service', 'sessionId'] as const;
 
-/** SPEC.md "Endpoints": which request a body is follows from the fields present. */
+/** docs/agent-api.md: which request a body is follows from the fields present. */
 function kindOf(body: Record<string, unknown>): 'qr' | 'registration' {
   const qr = QR_FIELDS.filter((f) => f in body);
   const registration = REGISTRATION_FIELDS.filter((f) => f in body);
@@ -106,7 +106,7 @@ export function qrImageParams(file: string, query: unknown): { code: string; fg:
 
 const codeParam = Type.Object({ code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
 
-/** `POST /QuickLogin`, the QR image, and the signing protocol (ARCHITECTURE.md §2). */
+/** `POST /QuickLogin`, the QR image, and the signing protocol (docs/signing.md). */
 export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutesOptions): Promise<void> {
   app.post('/QuickLogin', { schema: { body: Type.Object({}, { additionalProperties: true }) } }, async (request, reply) => {
     const body = request.body as Record<string, unknown>;

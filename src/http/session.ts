@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-/** Name of the session cookie a tab is bound to at its first Register (ARCHITECTURE.md §3). */
+/** Name of the session cookie a tab is bound to at its first Register (docs/events.md). */
 export const SESSION_COOKIE = 'tabwire_sid';
 const SESSION_PATTERN = /^[A-Za-z0-9_-]{43}$/;
 

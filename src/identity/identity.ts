@@ -1,4 +1,4 @@
-/** Identity ("legal ID") states and the moves between them (ARCHITECTURE.md §2). */
+/** Identity ("legal ID") states and the moves between them (docs/signing.md). */
 export const IDENTITY_STATES = ['Created', 'Approved', 'Rejected', 'Obsoleted', 'Compromised'] as const;
 export type IdentityState = (typeof IDENTITY_STATES)[number];
 
@@ -41,6 +41,6 @@ export interface Identity {
   accountId: string | null;
 }
 
-/** Only an approved identity inside its validity period may sign (ARCHITECTURE.md §2). */
+/** Only an approved identity inside its validity period may sign (docs/signing.md). */
 export const maySign = (identity: Identity, now: number): boolean =>
   identity.state === 'Approved' && identity.from <= now && now < identity.to;

@@ -1,5 +1,5 @@
 /**
- * Event types the service pushes to tabs (SPEC.md "Events"). Names a page subscribes to;
+ * Event types the service pushes to tabs (docs/events.md). Names a page subscribes to;
  * imports nothing.
  */
 export const EventTypes = {
@@ -31,7 +31,7 @@ export interface ResultAttachment {
   Url: string;
 }
 
-/** `SignatureReceived.data`, field names compatible with the reference renderer (ARCHITECTURE.md §2). */
+/** `SignatureReceived.data`, field names compatible with the reference renderer (docs/signing.md). */
 export interface QuickLoginResult {
   Id: string;
   Key: string;

@@ -1,5 +1,5 @@
 /**
- * Wire shapes of the client event channel (SPEC.md "Client event messages", ARCHITECTURE.md §3).
+ * Wire shapes of the client event channel (docs/events.md, docs/events.md).
  * Shared by the hub, the transports and the browser script; imports nothing.
  */
 
@@ -30,7 +30,7 @@ export interface TabEvent {
   data: unknown;
 }
 
-/** What a transport writes: an event with its per-tab increasing id (additive to SPEC.md's `{type, data}`). */
+/** What a transport writes: an event with its per-tab increasing id (the id is additive to the reference clients' `{type, data}`, docs/events.md). */
 export interface EventFrame extends TabEvent {
   id: number;
 }

@@ -23,7 +23,7 @@ function randomToken(): string {
   return pool.toString('base64url', start, start + TOKEN_BYTES);
 }
 
-/** 128-bit random, URL-safe login code (ARCHITECTURE.md §2). */
+/** 128-bit random, URL-safe login code (docs/signing.md). */
 export const newCode = (): string => randomToken();
 
 /** Server nonce included in the challenge. */

@@ -1,7 +1,7 @@
 import { QUIET_ZONE, type QrMatrix } from './qr-matrix.js';
 
 // Each character covers two module rows: upper and lower half. Dark modules are drawn, so the
-// block reads dark-on-light in a page's <pre> (SPEC.md "QR response" rule 3).
+// block reads dark-on-light in a page's <pre> (docs/signing.md).
 const BOTH = 0x2588; // █
 const UPPER = 0x2580; // ▀
 const LOWER = 0x2584; // ▄

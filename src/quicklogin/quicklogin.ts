@@ -21,7 +21,7 @@ import type { ServerSigner } from './server-signer.js';
 export const QR_MODES = ['image', 'base64', 'text'] as const;
 export type QrMode = (typeof QR_MODES)[number];
 
-/** A QR request (SPEC.md "QR request"), already schema-validated. */
+/** A QR request (docs/signing.md), already schema-validated. */
 export interface QrRequest {
   mode: QrMode;
   purpose: string;
@@ -38,7 +38,7 @@ export interface Caller {
   origin: string | null;
 }
 
-/** SPEC.md "QR response": exactly these fields per mode. */
+/** docs/signing.md: exactly these fields per mode. */
 export type QrResponse =
   | { signUrl: string; src: string; width: number; height: number }
   | { signUrl: string; base64: string; contentType: 'image/png'; width: number; height: number }
@@ -97,7 +97,7 @@ export interface QuickLoginOptions {
   issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
 }
 
-/** QuickLogin domain: issue codes, render them, take signatures, deliver results (ARCHITECTURE.md §2). */
+/** QuickLogin domain: issue codes, render them, take signatures, deliver results (docs/signing.md). */
 export class QuickLogin {
   private readonly serviceHost: string;
 

@@ -3,7 +3,7 @@ import { identityView } from '../identity/view.js';
 import type { QuickLoginResult } from '../protocol/events.js';
 
 /**
- * Parses a filter: a comma-separated list of names (REFERENCE-CLIENTS.md, e.g. "PNR,COUNTRY").
+ * Parses a filter: a comma-separated list of names (docs/signing.md, e.g. "PNR,COUNTRY").
  * Absent or blank means "no filter": everything is included (docs/signing.md).
  */
 export function parseFilter(filter: string | null | undefined): Set<string> | undefined {
@@ -25,7 +25,7 @@ export interface ResultInput {
   signServer: (unsigned: Omit<QuickLoginResult, 'ServerSignature'>) => string;
 }
 
-/** The `SignatureReceived` data (ARCHITECTURE.md §2), filtered, with the service's signature last. */
+/** The `SignatureReceived` data (docs/signing.md), filtered, with the service's signature last. */
 export function buildResult(input: ResultInput): QuickLoginResult {
   const { identity } = input;
   const properties = parseFilter(input.propertyFilter);

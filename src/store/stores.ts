@@ -3,7 +3,7 @@ import type { Identity, IdentityState } from '../identity/identity.js';
 /** Final states a login code moves to exactly once. */
 export type CodeState = 'pending' | 'approved' | 'rejected';
 
-/** A QR login code and everything the request bound it to (ARCHITECTURE.md §2). */
+/** A QR login code and everything the request bound it to (docs/signing.md). */
 export interface LoginCode {
   code: string;
   /** Empty when the request named no tab. */
@@ -136,7 +136,7 @@ export interface ServerKeyStore {
 
 export type AccountState = 'active' | 'disabled';
 
-/** An agent account (ARCHITECTURE.md §4); its JID is `userName@<component domain>`. */
+/** An agent account (docs/agent-api.md); its JID is `userName@<component domain>`. */
 export interface Account {
   id: string;
   userName: string;
@@ -187,7 +187,7 @@ export interface AttachmentStore {
   get(id: string): Promise<StoredAttachment | undefined>;
 }
 
-/** A backend's callback registration (SPEC.md "Backend registration"). */
+/** A backend's callback registration (docs/backend.md). */
 export interface ServiceRegistration {
   serviceId: string;
   callbackUrl: string;
@@ -266,7 +266,7 @@ export interface CallbackStore {
   deleteEnded(before: number): Promise<number>;
 }
 
-/** A message kept for an agent account until it is popped (ARCHITECTURE.md §4). */
+/** A message kept for an agent account until it is popped (docs/agent-api.md). */
 export interface StoredMessage {
   id: string;
   accountId: string;

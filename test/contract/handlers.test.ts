@@ -65,7 +65,7 @@ afterAll(async () => {
 });
 
 describe('event handler precedence', () => {
-  it('orders selectors as ARCHITECTURE.md §4 lists them', () => {
+  it('orders selectors as docs/agent-api.md lists them', () => {
     const order = [sel('x', 'n', 't'), sel('x', 'n', null), sel(null, 'n', 't'), sel(null, 'n', null), sel(null, null, 't'), sel(null, null, null)];
     const scores = order.map(specificity);
     expect([...scores].sort((a, b) => b - a)).toEqual(scores);

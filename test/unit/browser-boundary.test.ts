@@ -3,7 +3,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
-// ARCHITECTURE.md §3: the browser script imports only protocol/ and never evaluates anything.
+// docs/events.md: the browser script imports only protocol/ and never evaluates anything.
 // scripts/build-browser.mjs enforces the imports when bundling; this guards them without a build.
 const browserDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../src/browser');
 const sources = readdirSync(browserDir)
