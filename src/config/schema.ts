@@ -84,7 +84,7 @@ export const ConfigSchema = Type.Object(
     identityValidDays: Type.Integer({ default: 365, minimum: 1, maximum: 3650 }),
     /** How long after a signature the requesting page may fetch the result's attachments. */
     attachmentUrlSeconds: Type.Integer({ default: 300, minimum: 10, maximum: 3600 }),
-    /** Validity of a backend registration (docs/signing.md: 5 minutes; renewal restarts it). */
+    /** Validity of a backend registration (docs/backend.md: 5 minutes; renewal restarts it). */
     serviceValiditySeconds: Type.Integer({ default: 300, minimum: 10, maximum: 86_400 }),
     /** Development flag: callbacks over plain http, to loopback addresses only. */
     callbackAllowHttpLoopback: Type.Boolean({ default: false }),
