@@ -15,7 +15,9 @@ import type { EventFrame, TabEvent } from '../protocol/frames.js';
  * "sent" mark), so a connection that does not say what it saw gets only what nobody got.
  *
  * Presence: which nodes hold the tab (registered and not yet forgotten there) and until when it counts
- * as connected on each. A node never removes what another node still serves.
+ * as connected on each. A holder counts while its node is alive: a node keeps all its tabs with one
+ * heartbeat (every third of `presenceTtlMs`), and a node that died lets its tabs go by itself. A node
+ * never removes what another node still serves.
  *
  * All times are the caller's clock (`now`): one node's tests move it, a cluster's clocks are synchronised.
  */
@@ -32,12 +34,21 @@ export interface Broker {
   /** Frames up to `id` were written to a connection (the mark only moves forward). */
   markSent(to: TabAddress, id: number): Promise<void>;
   /**
-   * `node` holds the tab and counts it as connected until `connectedUntil`. `created`: the broker had
-   * no stream for the tab (new to the service, or its stream was lost) and made one.
+   * `node` holds the tab and counts it as connected until `connectedUntil` (a live connection: a time
+   * far ahead). A node the broker does not know yet counts as alive for `presenceTtlMs` from here.
+   * `created`: the broker had no stream for the tab (new to the service, or its stream was lost) and made one.
    */
   hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }>;
-  /** `hold` for many tabs at once (the node's periodic refresh); returns the tabs whose stream had been lost. */
+  /**
+   * `hold` for many tabs at once (the node's rolling re-hold that keeps its tabs' streams within
+   * `keepAliveMs`, or all of them after a lapse); returns the tabs whose stream had been lost.
+   */
   refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]>;
+  /**
+   * `node` is alive for `presenceTtlMs` from `now`, and with it every tab it holds. Returns the broker's
+   * generation, which changes when the broker lost its state: the node then holds its tabs again.
+   */
+  heartbeat(node: string, now: number): Promise<string>;
   /**
    * `node` forgot the tab. `holders`: nodes that still hold it. When none is left, the fallbacks of
    * events nobody got are handed back (`unsent`) to be stored; the rest waits for the session's return.
@@ -65,6 +76,13 @@ export interface BrokerBounds {
   presenceTtlMs: number;
   /** How long a stream with nobody holding it and nothing new is kept for its session's return. */
   idleStreamMs: number;
+  /**
+   * How long a held tab's stream and presence are kept without a `hold` of the tab (where state expires
+   * by itself: Redis). Nodes re-hold each of their tabs well within it, a few at a time; a node that
+   * died leaves its tabs' state behind at most this long. The memory broker keeps what a live node holds.
+   * Default: `idleStreamMs + presenceTtlMs`.
+   */
+  keepAliveMs?: number;
 }
 
 export interface PublishOutcome {

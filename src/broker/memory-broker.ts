@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { DeliveryFallback } from '../bus/bus.js';
 import { addressKey, type TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
@@ -12,7 +13,6 @@ interface Entry {
 interface Holder {
   node: string;
   connectedUntil: number;
-  heldUntil: number;
 }
 
 interface Stream {
@@ -33,13 +33,17 @@ interface Stream {
  */
 export class MemoryBroker implements Broker {
   private readonly streams = new Map<string, Stream>();
+  /** node -> alive until (its heartbeat); a holder counts only while its node is alive. */
+  private readonly nodes = new Map<string, number>();
+  /** This broker's state lives as long as the instance: one generation. */
+  private readonly generation = randomUUID();
 
   constructor(private readonly bounds: BrokerBounds) {}
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
     const key = addressKey(to);
     let stream = this.live(key, now);
-    if (fallback && !(stream && connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
+    if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
     stream ??= this.create(key, now);
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
@@ -69,13 +73,17 @@ export class MemoryBroker implements Broker {
     const existing = this.live(key, now);
     const stream = existing ?? this.create(key, now);
     stream.touched = now;
-    const heldUntil = now + this.bounds.presenceTtlMs;
+    if (!this.nodes.has(node)) this.nodes.set(node, now + this.bounds.presenceTtlMs);
     const holder = stream.holders.find((h) => h.node === node);
-    if (holder) {
-      holder.connectedUntil = connectedUntil;
-      holder.heldUntil = heldUntil;
-    } else stream.holders.push({ node, connectedUntil, heldUntil });
+    if (holder) holder.connectedUntil = connectedUntil;
+    else stream.holders.push({ node, connectedUntil });
     return { created: existing === undefined, epoch: stream.epoch };
+  }
+
+  async heartbeat(node: string, now: number): Promise<string> {
+    for (const [other, aliveUntil] of this.nodes) if (aliveUntil <= now) this.nodes.delete(other);
+    this.nodes.set(node, Math.max(this.nodes.get(node) ?? 0, now + this.bounds.presenceTtlMs));
+    return this.generation;
   }
 
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
@@ -88,7 +96,7 @@ export class MemoryBroker implements Broker {
     const stream = this.live(addressKey(to), now);
     if (!stream) return { holders: 0, unsent: [] };
     stream.holders = stream.holders.filter((h) => h.node !== node);
-    const holders = liveHolders(stream, now);
+    const holders = this.liveHolders(stream, now);
     if (holders > 0) return { holders, unsent: [] };
     // Nobody holds the tab: a stored message is better than one waiting for a tab that may not come back.
     const unsent: DeliveryFallback[] = [];
@@ -102,7 +110,7 @@ export class MemoryBroker implements Broker {
 
   async presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }> {
     const stream = this.live(addressKey(to), now);
-    return { held: stream !== undefined && liveHolders(stream, now) > 0, connected: stream !== undefined && connected(stream, now) };
+    return { held: stream !== undefined && this.liveHolders(stream, now) > 0, connected: stream !== undefined && this.connected(stream, now) };
   }
 
   /** Removes streams past their idle time and events past the age bound (the Redis broker's keys expire by themselves). */
@@ -132,12 +140,27 @@ export class MemoryBroker implements Broker {
   private live(key: string, now: number): Stream | undefined {
     const stream = this.streams.get(key);
     if (!stream) return undefined;
-    if (stream.holders.some((h) => h.heldUntil <= now)) stream.holders = stream.holders.filter((h) => h.heldUntil > now);
+    if (stream.holders.some((h) => !this.alive(h.node, now))) stream.holders = stream.holders.filter((h) => this.alive(h.node, now));
     if (stream.holders.length === 0 && now - stream.touched >= this.bounds.idleStreamMs) {
       this.streams.delete(key);
       return undefined;
     }
     return stream;
+  }
+
+  private alive(node: string, now: number): boolean {
+    return (this.nodes.get(node) ?? 0) > now;
+  }
+
+  private liveHolders(stream: Stream, now: number): number {
+    let n = 0;
+    for (const holder of stream.holders) if (this.alive(holder.node, now)) n++;
+    return n;
+  }
+
+  private connected(stream: Stream, now: number): boolean {
+    for (const holder of stream.holders) if (holder.connectedUntil > now && this.alive(holder.node, now)) return true;
+    return false;
   }
 
   private create(key: string, now: number): Stream {
@@ -165,15 +188,4 @@ export class MemoryBroker implements Broker {
     }
     return { unsent, dropped };
   }
-}
-
-function liveHolders(stream: Stream, now: number): number {
-  let n = 0;
-  for (const holder of stream.holders) if (holder.heldUntil > now) n++;
-  return n;
-}
-
-function connected(stream: Stream, now: number): boolean {
-  for (const holder of stream.holders) if (holder.heldUntil > now && holder.connectedUntil > now) return true;
-  return false;
 }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../hub/address.js';
@@ -6,25 +7,31 @@ import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutco
 
 /**
  * The broker of a cluster, in Redis (docs/redis.md "Event streams"). Per tab address three keys,
- * in one hash slot (the `{…}` tag) so each script touches one slot:
+ * in one hash slot (the `{…}` tag):
  * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch;
  * - `…:ev` list of entries `offset:at:fallbackFlag:json` (json: `{type, data, fallback?}`), oldest first;
- * - `…:p` hash: node -> `connectedUntil:heldUntil`.
+ * - `…:p` hash: node -> `connectedUntil` (ms; a node with a live connection writes a time far ahead).
+ * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat.
+ * A tab's holder counts only while its node is alive, so a node keeps all its tabs with one command
+ * every few seconds instead of one script per tab (docs/benchmarks.md "Cluster": re-stamping 19,000
+ * tabs every 10 s kept Redis busy for 0.6 s each time, and events waited behind it).
  * Every change is one Lua script, so the presence check of a fallback event and its append, the
  * bounds and the sent mark never interleave with another node's. Ids are epoch + offset, computed
  * here: Lua's numbers print large integers in exponent form, so only small offsets cross the script.
- * All keys expire when nobody holds or writes the tab for `idleStreamMs + presenceTtlMs`.
+ * A held tab's keys live `keepAliveMs` and are re-held by their nodes well within it (a dead node's
+ * tabs go by themselves); a tab nobody holds keeps them `idleStreamMs + presenceTtlMs` after its last
+ * event or drop, for its session's return.
  */
 const LIB = `
-local function holders(p, now)
+local function holders(p, nodes, now)
   local all = redis.call('HGETALL', p)
   local live, conn = 0, false
   for i = 1, #all, 2 do
-    local c, h = string.match(all[i + 1], '^(%d+):(%d+)$')
-    if tonumber(h) <= now then redis.call('HDEL', p, all[i])
+    local alive = tonumber(redis.call('ZSCORE', nodes, all[i]) or '0')
+    if alive <= now then redis.call('HDEL', p, all[i])
     else
       live = live + 1
-      if tonumber(c) > now then conn = true end
+      if tonumber(all[i + 1]) > now then conn = true end
     end
   end
   return live, conn
@@ -55,13 +62,18 @@ end
 local function keep(ttl)
   for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
+local function extend(ttl)
+  for i = 1, 3 do
+    if redis.call('PTTL', KEYS[i]) < tonumber(ttl) then redis.call('PEXPIRE', KEYS[i], ttl) end
+  end
+end
 `;
 
-/** KEYS m ev p; ARGV now epoch limit cutoff ttl requireConnected entryTail */
+/** KEYS m ev p nodes; ARGV now epoch limit cutoff ttl requireConnected entryTail */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
 if ARGV[6] == '1' then
-  local live, conn = holders(KEYS[3], now)
+  local live, conn = holders(KEYS[3], KEYS[4], now)
   if not conn then return {0} end
 end
 create(KEYS[1], ARGV[2])
@@ -69,7 +81,8 @@ local off = redis.call('HINCRBY', KEYS[1], 'l', 1)
 redis.call('HSET', KEYS[1], 't', ARGV[1])
 redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
 local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]))
-keep(ARGV[5])
+-- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs).
+extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
 local result = {1, redis.call('HGET', KEYS[1], 'e'), off, overflow, expired}
 for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
@@ -92,19 +105,23 @@ local off = tonumber(ARGV[1]) - tonumber(meta[1])
 if off > tonumber(meta[3]) and off <= tonumber(meta[2]) then redis.call('HSET', KEYS[1], 's', off) end
 return 1`;
 
-/** KEYS m ev p; ARGV now epoch node connectedUntil heldUntil ttl */
+/** KEYS m ev p nodes; ARGV now epoch node connectedUntil aliveUntil ttl */
 const HOLD = `${LIB}
 local created = create(KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[1], 't', ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4] .. ':' .. ARGV[5])
-keep(ARGV[6])
+redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+-- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
+redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[3])
+extend(ARGV[6])
 return {created, redis.call('HGET', KEYS[1], 'e')}`;
 
-/** KEYS m ev p; ARGV now node */
+/** KEYS m ev p nodes; ARGV now node ttl */
 const DROP = `${LIB}
 redis.call('HDEL', KEYS[3], ARGV[2])
-local live = holders(KEYS[3], tonumber(ARGV[1]))
+local live = holders(KEYS[3], KEYS[4], tonumber(ARGV[1]))
 if live > 0 or redis.call('EXISTS', KEYS[1]) == 0 then return {live} end
+-- Nobody holds the tab: its stream waits for its session's return, then goes.
+keep(ARGV[3])
 local sent = tonumber(redis.call('HGET', KEYS[1], 's'))
 local result = {0}
 for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
@@ -116,23 +133,39 @@ for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
 end
 return result`;
 
-/** KEYS p; ARGV now */
+/** KEYS p nodes; ARGV now */
 const PRESENCE = `${LIB}
-local live, conn = holders(KEYS[1], tonumber(ARGV[1]))
+local live, conn = holders(KEYS[1], KEYS[2], tonumber(ARGV[1]))
 return {live, conn and 1 or 0}`;
+
+/**
+ * KEYS nodes generation; ARGV now node aliveUntil newGeneration. Extends the node's life and returns
+ * Redis's generation: a marker made again whenever Redis lost its data, so each node learns that it must
+ * hold its tabs again. Nodes dead for good leave the set here, so it stays as small as the cluster.
+ */
+const HEARTBEAT = `
+local generation = redis.call('GET', KEYS[2])
+if not generation then
+  generation = ARGV[4]
+  redis.call('SET', KEYS[2], generation)
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[2])
+return generation`;
 
 type Reply = (string | number)[];
 
-/** Presence refresh scripts sent at once; Redis runs one slice (~18 µs a script) before it turns to other clients' commands. */
-const REFRESH_SLICE = 200;
+/** Hold scripts sent at once by `refresh`; Redis runs one slice (~18 µs a script) before it turns to other clients' commands. */
+const REFRESH_SLICE = 100;
 
 interface BrokerCommands {
-  twPublish(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
+  twPublish(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
   twRead(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
   twMarkSent(m: string, id: number): Promise<number>;
-  twHold(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
-  twDrop(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
-  twPresence(p: string, now: number): Promise<Reply>;
+  twHold(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
+  twDrop(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
+  twPresence(p: string, nodes: string, now: number): Promise<Reply>;
+  twHeartbeat(nodes: string, generation: string, now: number, node: string, aliveUntil: number, newGeneration: string): Promise<string>;
 }
 
 interface Parsed {
@@ -157,7 +190,9 @@ const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
 
 export class RedisBroker implements Broker {
   private readonly redis: Redis & BrokerCommands;
+  /** Lifetime of the keys of a tab nobody holds (after its last event or drop). */
   private readonly ttl: number;
+  private readonly nodes: string;
 
   /**
    * `redis`: a command connection (not a subscriber); `prefix` separates deployments sharing one Redis;
@@ -170,21 +205,23 @@ export class RedisBroker implements Broker {
     private readonly refreshConnection?: Redis,
   ) {
     for (const connection of refreshConnection ? [redis, refreshConnection] : [redis]) {
-      connection.defineCommand('twPublish', { numberOfKeys: 3, lua: PUBLISH });
+      connection.defineCommand('twPublish', { numberOfKeys: 4, lua: PUBLISH });
       connection.defineCommand('twRead', { numberOfKeys: 3, lua: READ });
       connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
-      connection.defineCommand('twHold', { numberOfKeys: 3, lua: HOLD });
-      connection.defineCommand('twDrop', { numberOfKeys: 3, lua: DROP });
-      connection.defineCommand('twPresence', { numberOfKeys: 1, lua: PRESENCE });
+      connection.defineCommand('twHold', { numberOfKeys: 4, lua: HOLD });
+      connection.defineCommand('twDrop', { numberOfKeys: 4, lua: DROP });
+      connection.defineCommand('twPresence', { numberOfKeys: 2, lua: PRESENCE });
+      connection.defineCommand('twHeartbeat', { numberOfKeys: 2, lua: HEARTBEAT });
     }
     this.redis = redis as Redis & BrokerCommands;
     this.ttl = bounds.idleStreamMs + bounds.presenceTtlMs;
+    this.nodes = `${prefix}nodes`;
   }
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
     const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
     const [m, ev, p] = this.keys(to);
-    const reply = await this.redis.twPublish(m, ev, p, now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`);
+    const reply = await this.redis.twPublish(m, ev, p, this.nodes, now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`);
     if (Number(reply[0]) === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
     const id = Number(reply[1]) + Number(reply[2]);
     return {
@@ -214,17 +251,19 @@ export class RedisBroker implements Broker {
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
-    const [m, ev, p] = this.keys(to);
-    const reply = await this.redis.twHold(m, ev, p, now, epochAt(now), node, Math.floor(connectedUntil), now + this.bounds.presenceTtlMs, this.ttl);
+    const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now));
     return { created: Number(reply[0]) === 1, epoch: Number(reply[1]) };
   }
 
+  async heartbeat(node: string, now: number): Promise<string> {
+    return this.redis.twHeartbeat(this.nodes, `${this.prefix}generation`, now, node, now + this.bounds.presenceTtlMs, randomUUID());
+  }
+
   /**
-   * The node's periodic presence refresh. It goes over its own connection when one was given, in slices
-   * with a pause between them, so the events a node publishes meanwhile neither queue behind thousands
-   * of refresh scripts on the command connection nor wait long for Redis's one thread
-   * (docs/benchmarks.md "Cluster": a refresh of 19,000 tabs took 0.6 s in slices of 1,000 on the command
-   * connection, and events sent meanwhile waited up to 70 ms).
+   * Holds many tabs (the node's rolling re-hold, or all of them after its heartbeat lapsed). It goes over
+   * its own connection when one was given, in slices with a pause between them, so the events a node
+   * publishes meanwhile neither queue behind thousands of scripts on the command connection nor wait
+   * long for Redis's one thread.
    */
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
     const lost: TabAddress[] = [];
@@ -233,10 +272,7 @@ export class RedisBroker implements Broker {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
       const slice = tabs.slice(i, i + REFRESH_SLICE);
       const pipeline = redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
-      for (const { to, connectedUntil } of slice) {
-        const [m, ev, p] = this.keys(to);
-        void pipeline.twHold(m, ev, p, now, epochAt(now), node, Math.floor(connectedUntil), now + this.bounds.presenceTtlMs, this.ttl);
-      }
+      for (const { to, connectedUntil } of slice) void pipeline.twHold(...this.holdArgs(to, node, connectedUntil, now));
       const results = (await pipeline.exec()) ?? [];
       results.forEach(([err, reply], n) => {
         if (err) throw err;
@@ -248,12 +284,12 @@ export class RedisBroker implements Broker {
 
   async drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }> {
     const [m, ev, p] = this.keys(to);
-    const reply = await this.redis.twDrop(m, ev, p, now, node);
+    const reply = await this.redis.twDrop(m, ev, p, this.nodes, now, node, this.ttl);
     return { holders: Number(reply[0]), unsent: fallbacksOf(reply.slice(1)) };
   }
 
   async presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }> {
-    const reply = await this.redis.twPresence(this.keys(to)[2], now);
+    const reply = await this.redis.twPresence(this.keys(to)[2], this.nodes, now);
     return { held: Number(reply[0]) > 0, connected: Number(reply[1]) === 1 };
   }
 
@@ -264,6 +300,12 @@ export class RedisBroker implements Broker {
 
   async close(): Promise<void> {
     // The connection belongs to the caller.
+  }
+
+  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number): [string, string, string, string, ...(string | number)[]] {
+    const [m, ev, p] = this.keys(to);
+    const until = Math.floor(Math.min(connectedUntil, Number.MAX_SAFE_INTEGER));
+    return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0)];
   }
 
   private keys(to: TabAddress): [string, string, string] {

@@ -6,6 +6,7 @@ import { closeCodes } from '../errors.js';
 import { EventTypes } from '../protocol/events.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { addressKey, type TabAddress } from './address.js';
+import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } from './presence-keeper.js';
 import { PublishRetry } from './publish-retry.js';
 import type { TabConnection } from './connection.js';
 import type { Delivery } from './delivery.js';
@@ -55,8 +56,12 @@ export interface HubOptions {
   longPollGapMs: number;
   /** The streams' age bound: an event the broker refused is offered again for this long. */
   outboxMaxAgeMs: number;
-  /** How long the broker keeps this node's presence without a refresh (`refresh` runs well within it). */
+  /** How long the broker keeps this node's presence without a heartbeat (`refresh` runs well within it). */
   presenceTtlMs: number;
+  /** Each tab is held again in the broker within this time (`roll`; docs/events.md "Event streams"). */
+  rollMs?: number;
+  /** How often `roll` is called (it holds a share of the tabs each time). */
+  rollEveryMs?: number;
   /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
   maxTabsPerSession: number;
   /**
@@ -87,6 +92,10 @@ export type AttachOutcome = 'created' | 'attached' | 'too_many_tabs';
 /** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
 const MAX_HELD_EVENTS = 10_000;
 
+/** A holder's `connectedUntil` for a tab with a live connection: its node's heartbeat decides. */
+const WHILE_THE_NODE_LIVES = Number.MAX_SAFE_INTEGER;
+
+
 /** Live connections one tab of a session may have at once on a node; one more closes the oldest ('replaced'). */
 export const MAX_CONNECTIONS_PER_TAB = 8;
 
@@ -107,6 +116,8 @@ export class Hub implements Delivery {
 
   /** Events the broker refused (unreachable), offered again by `sweep` (publish-retry.ts). */
   private readonly retry: PublishRetry;
+  /** This node's presence in a shared broker: the heartbeat and the rolling re-hold. */
+  private readonly presence: PresenceKeeper;
 
   constructor(private readonly o: HubOptions) {
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
@@ -120,6 +131,22 @@ export class Hub implements Delivery {
       maxAgeMs: o.outboxMaxAgeMs,
       limit: MAX_HELD_EVENTS,
       onGivenUp: (n) => o.counters?.dropped('unreachable', n),
+    });
+    this.presence = new PresenceKeeper({
+      broker: o.broker,
+      node: o.node,
+      now: () => o.clock.now(),
+      presenceTtlMs: o.presenceTtlMs,
+      rollMs: o.rollMs ?? DEFAULT_ROLL_MS,
+      rollEveryMs: o.rollEveryMs ?? DEFAULT_ROLL_EVERY_MS,
+      held: () => this.held(),
+      count: () => this.tabs.size,
+      onLost: (address) => {
+        // The broker had lost the tab's stream: its connections are told, results may be derived again.
+        const tab = this.tabs.get(addressKey(address));
+        if (tab) void this.serially(tab, () => this.catchUpAll(tab));
+        this.o.onStreamLost?.(address);
+      },
     });
   }
 
@@ -261,24 +288,28 @@ export class Hub implements Delivery {
   }
 
   /**
-   * Tells the broker this node still holds its tabs (well within `presenceTtlMs`). Tabs whose stream
-   * the broker had lost (a Redis restart) get `EventsLost` on their connections and `onStreamLost`.
+   * The node's heartbeat in the broker (every third of `presenceTtlMs`): it keeps all of the node's tabs.
+   * When the broker may have let them go (first beat, a beat too late, the broker lost its state) every
+   * tab is held again; tabs whose stream was lost get `EventsLost` on their connections and `onStreamLost`.
    */
   async refresh(): Promise<void> {
-    const now = this.o.clock.now();
-    const held = [...this.tabs.values()].map((tab) => ({ to: tab.address, connectedUntil: this.connectedUntil(tab, now) }));
-    if (held.length === 0) return;
-    for (const address of await this.o.broker.refresh(held, this.o.node, now)) {
-      const tab = this.tabs.get(addressKey(address));
-      if (tab) void this.serially(tab, () => this.catchUpAll(tab));
-      this.o.onStreamLost?.(address);
-    }
+    await this.presence.beat();
+  }
+
+  /** Holds a share of the tabs again, so the broker keeps each tab's stream (called every `rollEveryMs`). */
+  async roll(): Promise<void> {
+    await this.presence.roll();
   }
 
   snapshot(): HubSnapshot {
     let connected = 0;
     for (const tab of this.tabs.values()) if (this.hasOpen(tab)) connected++;
     return { tabs: this.tabs.size, connected };
+  }
+
+  /** The tabs held here with until when each counts as connected, made as they are read. */
+  private *held(): Generator<HeldTab> {
+    for (const tab of this.tabs.values()) yield { to: tab.address, connectedUntil: this.connectedUntil(tab, this.o.clock.now()) };
   }
 
   /** Addresses of the tabs held here. */
@@ -453,9 +484,9 @@ export class Hub implements Delivery {
     this.o.counters?.fellBack(fallbacks.length);
   }
 
-  /** Until when the tab counts as connected here: live connections are refreshed; a long-poll tab has its gap. */
+  /** Until when the tab counts as connected here: while this node lives when it has a live connection; a long-poll tab has its gap. */
   private connectedUntil(tab: LocalTab, now: number): number {
-    if (this.hasOpen(tab)) return now + this.o.presenceTtlMs;
+    if (this.hasOpen(tab)) return WHILE_THE_NODE_LIVES;
     return tab.transport === 'long-poll' ? tab.lastSeen + this.o.longPollGapMs : 0;
   }
 

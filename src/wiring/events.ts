@@ -12,6 +12,8 @@ import { intervals, type Lifecycle } from './area.js';
 import type { SharedState } from './shared.js';
 
 const HUB_SWEEP_MS = 5_000;
+/** How often a cluster node holds a share of its tabs again (each tab once per the hub's roll time). */
+const ROLL_EVERY_MS = 1_000;
 /** The reference client polls again at once after an answer, or 5 s after an error. */
 const LONG_POLL_GAP_MS = 10_000;
 /** A cookie-less QR request that beats its tab's Register waits this long for it (the reference script asks after 500 ms). */
@@ -47,6 +49,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     tabIdleMs: config.tabIdleSeconds * 1000,
     longPollGapMs: LONG_POLL_GAP_MS,
     presenceTtlMs: shared.presenceTtlMs,
+    rollEveryMs: ROLL_EVERY_MS,
     outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
     maxTabsPerSession: config.tabsPerSession,
     // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
@@ -82,14 +85,24 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
       },
       tabBindingRefreshMs(config.tabBindingRetentionSeconds * 1000),
     ],
-    // A shared broker forgets a node's presence unless it is refreshed (a node that died lets go this way).
-    ...(shared.clustered ? [[() => hub.refresh().catch((err: unknown) => log.warn({ err }, 'presence refresh failed')), shared.presenceTtlMs / 3] as [() => void, number]] : []),
+    // A shared broker forgets a node unless its heartbeat goes on (a node that died lets go this way),
+    // and a held tab's stream unless the tab is held again now and then (a few tabs every second).
+    ...(shared.clustered
+      ? ([
+          [() => void heartbeat(), shared.presenceTtlMs / 3],
+          [() => hub.roll().catch((err: unknown) => log.warn({ err }, 'presence roll failed')), ROLL_EVERY_MS],
+        ] as [() => void, number][])
+      : []),
   );
+  const heartbeat = () => hub.refresh().catch((err: unknown) => log.warn({ err }, 'presence heartbeat failed'));
   return {
     hub,
     registry,
     closeConnections: () => hub.close(),
-    start: () => timers.start(),
+    start: () => {
+      timers.start();
+      if (shared.clustered) void heartbeat();
+    },
     async stop() {
       await timers.stop();
       await hub.stop();

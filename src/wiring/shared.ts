@@ -11,8 +11,9 @@ import type { Config } from '../config/schema.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/stores.js';
 import type { Lifecycle } from './area.js';
+import { DEFAULT_ROLL_MS } from '../hub/presence-keeper.js';
 
-/** A node's presence in a shared broker lasts this long unless refreshed (every third of it). */
+/** A node's presence in a shared broker lasts this long unless its heartbeat goes on (every third of it). */
 export const PRESENCE_TTL_MS = 30_000;
 /** One node's broker is told of every change at once, so its presence needs no expiry. */
 const SINGLE_NODE_PRESENCE_MS = 1e12;
@@ -24,6 +25,8 @@ export const brokerBounds = (config: Config, presenceTtlMs: number): BrokerBound
   presenceTtlMs,
   // A stream nobody holds waits this long for its session to come back (a reload, a moment offline).
   idleStreamMs: Math.max(config.tabIdleSeconds, config.outboxMaxAgeSeconds) * 1000,
+  // Four times the time in which nodes hold each of their tabs again.
+  keepAliveMs: 4 * DEFAULT_ROLL_MS,
 });
 
 /** What the nodes of a cluster share (one node: the same interfaces, in this process). */

@@ -144,12 +144,34 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect((await broker.read(A, undefined, T0)).frames.map((f) => (f.data as { n: number }).n)).toEqual([2]);
   });
 
-  it("a node's presence lapses unless refreshed (a node that died lets go by itself)", async () => {
+  it("one heartbeat keeps every tab of a node; without it the node's tabs lapse (a node that died lets go by itself)", async () => {
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    await broker.hold(B, 'node-1', T0 + 1e9, T0);
     expect((await broker.presence(A, T0 + 29_999)).held).toBe(true);
-    expect(await broker.presence(A, T0 + 30_000)).toEqual({ held: false, connected: false });
-    expect(await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 20_000)).toEqual([]);
-    expect((await broker.presence(A, T0 + 45_000)).held).toBe(true);
+    await broker.heartbeat('node-1', T0 + 20_000);
+    expect(await broker.presence(A, T0 + 45_000)).toEqual({ held: true, connected: true });
+    expect((await broker.presence(B, T0 + 49_999)).held).toBe(true);
+    expect(await broker.presence(A, T0 + 50_000)).toEqual({ held: false, connected: false });
+    expect((await broker.presence(B, T0 + 50_000)).held).toBe(false);
+  });
+
+  it("a node's tabs count while it lives, each with its own connected time", async () => {
+    await broker.hold(A, 'node-1', T0 + 1_000, T0);
+    await broker.hold(A, 'node-2', 0, T0);
+    expect(await broker.presence(A, T0 + 999)).toEqual({ held: true, connected: true });
+    expect(await broker.presence(A, T0 + 1_000)).toEqual({ held: true, connected: false });
+    await broker.heartbeat('node-2', T0 + 25_000);
+    expect(await broker.presence(A, T0 + 40_000)).toEqual({ held: true, connected: false });
+    expect((await broker.drop(A, 'node-2', T0 + 40_000)).holders).toBe(0);
+  });
+
+  it('the heartbeat tells the broker generation, which changes when the broker lost its state', async () => {
+    const first = await broker.heartbeat('node-1', T0);
+    expect(await broker.heartbeat('node-1', T0 + 10_000)).toBe(first);
+    expect(await backend.make().heartbeat('node-2', T0 + 10_000)).toBe(first);
+    await backend.lose();
+    broker = backend.make();
+    expect(await broker.heartbeat('node-1', T0 + 20_000)).not.toBe(first);
   });
 
   it('a lost stream is made again with a higher epoch: a client resuming from the old one is told, a refresh reports it', async () => {
@@ -164,6 +186,25 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect(read.lost).toBe(true);
     expect(read.frames.map((f) => f.id)).toEqual([next.id]);
     expect((await broker.hold(A, 'node-1', T0 + 1e9, T0 + 8)).created).toBe(false);
+  });
+
+  it('a held tab keeps its state for keepAliveMs; once nobody holds it, for its idle time', async () => {
+    if (backend.name !== 'redis') return; // only Redis expires state by itself
+    const inspect = new Redis(redis.url);
+    connections.push(inspect);
+    const held = new RedisBroker(inspect, { ...bounds, keepAliveMs: 600_000 }, 'test:');
+    await held.hold(A, 'node-1', T0 + 1e9, T0);
+    await held.publish(A, ev(1), T0);
+    const keys = await inspect.keys('test:t:*');
+    expect(keys).toHaveLength(3);
+    for (const key of keys) expect(await inspect.pttl(key)).toBeGreaterThan(590_000);
+    await held.drop(A, 'node-1', T0 + 1);
+    expect(await inspect.exists(keys.find((k) => k.endsWith(':p'))!)).toBe(0); // nobody holds it
+    for (const key of keys.filter((k) => !k.endsWith(':p'))) {
+      const ttl = await inspect.pttl(key);
+      expect(ttl).toBeGreaterThan(80_000);
+      expect(ttl).toBeLessThanOrEqual(90_000);
+    }
   });
 
   it('a stream nobody holds is kept for its session for the idle time, then goes', async () => {

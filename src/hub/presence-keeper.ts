@@ -1,0 +1,105 @@
+import type { Broker } from '../broker/broker.js';
+import type { TabAddress } from './address.js';
+
+/** Each held tab is held again within this time by default (well inside the broker's keepAliveMs). */
+export const DEFAULT_ROLL_MS = 150_000;
+export const DEFAULT_ROLL_EVERY_MS = 1_000;
+
+export interface HeldTab {
+  to: TabAddress;
+  connectedUntil: number;
+}
+
+export interface PresenceKeeperOptions {
+  broker: Broker;
+  node: string;
+  now: () => number;
+  /** How long the broker counts this node alive after a heartbeat (`beat` runs every third of it). */
+  presenceTtlMs: number;
+  /** Each held tab is held again within this time (a few at each `roll`), well inside the broker's `keepAliveMs`. */
+  rollMs: number;
+  /** How often `roll` runs (the slice of tabs per roll follows from it and `rollMs`). */
+  rollEveryMs: number;
+  /** The node's tabs now, with until when each counts as connected here, made as they are read. */
+  held: () => Iterator<HeldTab>;
+  /** How many tabs the node holds. */
+  count: () => number;
+  /** The broker had lost the stream of a held tab (made again now): catch its connections up, derive results again. */
+  onLost: (address: TabAddress) => void;
+}
+
+/**
+ * Keeps this node's presence in a shared broker (docs/events.md "Event streams"): one heartbeat keeps
+ * every tab of the node, so the periodic cost does not grow with the tabs; each tab's own state is held
+ * again only once per `rollMs`, spread over time. All tabs are held again at once only when the node
+ * may have been let go: its first heartbeat, a heartbeat later than its presence lasts (a paused
+ * process), or a broker that lost its state (another generation).
+ */
+export class PresenceKeeper {
+  private generation: string | undefined;
+  private lastBeat: number | undefined;
+  /** Where the next `roll` goes on (a live iterator of the node's tabs: it sees tabs added meanwhile). */
+  private rolling: Iterator<HeldTab> | undefined;
+  /** A beat or roll still running (a slow broker) makes the next one a no-op rather than a pile-up. */
+  private busy = false;
+
+  constructor(private readonly o: PresenceKeeperOptions) {}
+
+  /** The heartbeat; holds every tab again when the node may have been let go. */
+  async beat(): Promise<void> {
+    await this.once(() => this.beatNow());
+  }
+
+  /** Holds the next slice of tabs again, so each is held once per `rollMs`. */
+  async roll(): Promise<void> {
+    await this.once(() => this.rollNow());
+  }
+
+  private async once(work: () => Promise<void>): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      await work();
+    } finally {
+      this.busy = false;
+    }
+  }
+
+  private async beatNow(): Promise<void> {
+    const now = this.o.now();
+    const generation = await this.o.broker.heartbeat(this.o.node, now);
+    const lapsed = this.lastBeat === undefined || now - this.lastBeat >= this.o.presenceTtlMs || generation !== this.generation;
+    this.generation = generation;
+    this.lastBeat = now;
+    if (lapsed) await this.hold(this.take(this.o.held(), Infinity));
+  }
+
+  private async rollNow(): Promise<void> {
+    const count = this.o.count();
+    if (count === 0) return;
+    const slice = Math.ceil((count * this.o.rollEveryMs) / this.o.rollMs);
+    this.rolling ??= this.o.held();
+    const next = this.take(this.rolling, slice);
+    if (next.length < slice) {
+      // The end of the tabs: the next roll starts from the first again.
+      this.rolling = this.o.held();
+      next.push(...this.take(this.rolling, slice - next.length));
+    }
+    await this.hold(next);
+  }
+
+  private take(tabs: Iterator<HeldTab>, n: number): HeldTab[] {
+    const out: HeldTab[] = [];
+    while (out.length < n) {
+      const next = tabs.next();
+      if (next.done) break;
+      out.push(next.value);
+    }
+    return out;
+  }
+
+  private async hold(tabs: HeldTab[]): Promise<void> {
+    if (tabs.length === 0) return;
+    for (const address of await this.o.broker.refresh(tabs, this.o.node, this.o.now())) this.o.onLost(address);
+  }
+}
