@@ -6,7 +6,7 @@ import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 
 /**
- * The broker of a cluster, in Redis (docs/redis.md "Event streams"). Per tab address three keys,
+ * The broker of a cluster, in Redis (docs/redis.md "Event streams"; semantics: docs/events.md "Event streams"). Per tab address three keys,
  * in one hash slot (the `{…}` tag):
  * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch;
  * - `…:ev` list of entries `offset:at:fallbackFlag:json` (json: `{type, data, fallback?}`), oldest first;
