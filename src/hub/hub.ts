@@ -1,36 +1,17 @@
 import type { Logger } from 'pino';
-import type { Broker, StreamRead } from '../broker/broker.js';
+import type { Broker } from '../broker/broker.js';
 import type { Bus, BusMessage, DeliveryFallback } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import { closeCodes } from '../errors.js';
-import { EventTypes } from '../protocol/events.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { addressKey, type TabAddress } from './address.js';
 import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } from './presence-keeper.js';
 import { PublishRetry } from './publish-retry.js';
 import type { TabConnection } from './connection.js';
+import { hasOpen, prune, type LocalTab } from './local-tab.js';
+import { TabWriter } from './tab-writer.js';
 import type { Delivery } from './delivery.js';
 
-interface LocalTab {
-  address: TabAddress;
-  /**
-   * Every live connection of the tab in its session on this node, each with the last event id written
-   * to it (undefined while its Register is being served): a duplicated browser tab keeps `window.name`,
-   * so two pages may hold one tab; each receives the tab's events (fan-out), nobody is kicked out.
-   */
-  connections: Map<TabConnection, number | undefined>;
-  /** The last event id written to each client that has one (TabConnection.client): a long-poll's kept-alive socket. */
-  cursors: WeakMap<object, number> | undefined;
-  /** Transport of the latest connection: a long-poll tab between two polls is still live. */
-  transport: TabConnection['transport'] | undefined;
-  /** Last sign of life: attach, ping, poll, detach. */
-  lastSeen: number;
-  /**
-   * Work on the tab's connections runs in this order (attach flushes, events), so each gets its events
-   * in id order. Undefined while nothing is running (most tabs, most of the time: no promise kept per idle tab).
-   */
-  chain: Promise<void> | undefined;
-}
 
 /** Why an event left a stream unsent and without a fallback (metrics label). */
 export type DropReason = 'overflow' | 'expired' | 'unreachable';
@@ -118,12 +99,21 @@ export class Hub implements Delivery {
   private readonly retry: PublishRetry;
   /** This node's presence in a shared broker: the heartbeat and the rolling re-hold. */
   private readonly presence: PresenceKeeper;
+  /** Writes events to the tabs' connections here, from announcements and the streams. */
+  private readonly writer: TabWriter;
 
   constructor(private readonly o: HubOptions) {
+    this.writer = new TabWriter({
+      broker: o.broker,
+      now: () => o.clock.now(),
+      log: o.log,
+      fallBack: (fallbacks) => this.fallBack(fallbacks),
+      dropped: (reason, n) => o.counters?.dropped(reason, n),
+    });
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
     // Announcements missed while the bus was away are not lost: every open connection reads its stream again.
     this.stopResume = o.bus.onResume(() => {
-      for (const tab of this.tabs.values()) if (this.hasOpen(tab)) void this.serially(tab, () => this.catchUpAll(tab));
+      for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
     });
     this.retry = new PublishRetry({
       publish: (to, event) => this.deliver(to, event, undefined, true),
@@ -144,7 +134,7 @@ export class Hub implements Delivery {
       onLost: (address) => {
         // The broker had lost the tab's stream: its connections are told, results may be derived again.
         const tab = this.tabs.get(addressKey(address));
-        if (tab) void this.serially(tab, () => this.catchUpAll(tab));
+        if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
         this.o.onStreamLost?.(address);
       },
     });
@@ -195,7 +185,7 @@ export class Hub implements Delivery {
     tab.lastSeen = now;
     const open = connection.open;
     if (open && !tab.connections.has(connection)) {
-      this.prune(tab);
+      prune(tab);
       if (tab.connections.size >= MAX_CONNECTIONS_PER_TAB) {
         const oldest = tab.connections.keys().next().value!;
         tab.connections.delete(oldest);
@@ -211,7 +201,7 @@ export class Hub implements Delivery {
       const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
       const greet = this.o.greeting !== undefined && (created || connection.transport === 'websocket');
       await this.serially(local, async () => {
-        await this.catchUp(local, connection, cursor);
+        await this.writer.catchUp(local, connection, cursor);
         // Told to this connection only, after what it missed, and not kept in the stream (no id): it is
         // about the connection, not an event of the tab. A new stream is empty, so a first poll is still open.
         if (greet && connection.open) connection.send([this.o.greeting!() as EventFrame]);
@@ -226,7 +216,7 @@ export class Hub implements Delivery {
     if (!tab?.connections.delete(connection)) return;
     const now = this.o.clock.now();
     tab.lastSeen = now;
-    if (this.hasOpen(tab)) return;
+    if (hasOpen(tab)) return;
     // The last connection here left: tell the broker until when the tab still counts as connected here.
     this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
   }
@@ -269,7 +259,7 @@ export class Hub implements Delivery {
   state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number } | undefined {
     const tab = this.tabs.get(addressKey(address));
     if (!tab) return undefined;
-    this.prune(tab);
+    prune(tab);
     return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
   }
 
@@ -281,7 +271,7 @@ export class Hub implements Delivery {
     if (aged.expired > 0) this.o.counters?.dropped('expired', aged.expired);
     if (this.retry.pending > 0) void this.retry.retry();
     for (const tab of [...this.tabs.values()]) {
-      if (this.hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
+      if (hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
       this.remove(tab);
       this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'));
     }
@@ -303,7 +293,7 @@ export class Hub implements Delivery {
 
   snapshot(): HubSnapshot {
     let connected = 0;
-    for (const tab of this.tabs.values()) if (this.hasOpen(tab)) connected++;
+    for (const tab of this.tabs.values()) if (hasOpen(tab)) connected++;
     return { tabs: this.tabs.size, connected };
   }
 
@@ -372,8 +362,8 @@ export class Hub implements Delivery {
     switch (message.kind) {
       case 'event': {
         const tab = this.tabs.get(addressKey(message.to));
-        if (!tab || !this.hasOpen(tab)) return;
-        void this.serially(tab, () => this.writeNew(tab, message.frame));
+        if (!tab || !hasOpen(tab)) return;
+        void this.serially(tab, () => this.writer.writeNew(tab, message.frame));
         return;
       }
     }
@@ -391,93 +381,6 @@ export class Hub implements Delivery {
     return next;
   }
 
-  /** A new event of the tab: written to each connection whose cursor is just before it; a gap is read from the stream. */
-  private async writeNew(tab: LocalTab, frame: EventFrame): Promise<void> {
-    this.prune(tab);
-    let behind = false;
-    let written = 0;
-    for (const [connection, cursor] of tab.connections) {
-      if (cursor === undefined || frame.id <= cursor) continue;
-      if (frame.id === cursor + 1) {
-        if (this.write(tab, connection, [frame])) written = frame.id;
-      } else behind = true;
-    }
-    if (written > 0) this.markSent(tab.address, written);
-    // Another node's event came first on the bus, or one was missed: the stream has them all.
-    if (behind) await this.catchUpAll(tab);
-  }
-
-  /**
-   * Writes to every ready connection what follows its cursor, from one read after the lowest cursor. A
-   * connection whose events after its cursor are gone (trimmed, expired, or its stream was made again)
-   * is told with `EventsLost` first.
-   */
-  private async catchUpAll(tab: LocalTab): Promise<void> {
-    let lowest: number | undefined;
-    for (const cursor of tab.connections.values()) if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
-    if (lowest === undefined) return;
-    const read = await this.read(tab.address, lowest);
-    // No stream at all (the broker lost it and nothing made it again yet): the presence refresh or the
-    // next event makes one, and the catch-up then tells each connection once.
-    if (read.epoch === 0) return;
-    let written = 0;
-    for (const [connection, cursor] of tab.connections) {
-      if (cursor === undefined) continue;
-      const sameEpoch = cursor >= read.epoch && cursor <= read.last;
-      const frames = sameEpoch ? read.frames.filter((f) => f.id > cursor) : read.frames;
-      const lost = sameEpoch ? (frames.length > 0 ? frames[0]!.id > cursor + 1 : cursor < read.last) : true;
-      const out = lost ? [this.lostFrame(cursor, read.epoch), ...frames] : frames;
-      if (out.length === 0) continue;
-      if (this.write(tab, connection, out, read.last) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
-    }
-    if (written > 0) this.markSent(tab.address, written);
-  }
-
-  /** The first write to a connection: what follows `cursor` (or what nobody got), then it follows the stream. */
-  private async catchUp(tab: LocalTab, connection: TabConnection, cursor: number | undefined): Promise<void> {
-    if (!tab.connections.has(connection) || !connection.open) return;
-    const read = await this.read(tab.address, cursor);
-    const frames = read.lost && cursor !== undefined ? [this.lostFrame(cursor, read.epoch), ...read.frames] : read.frames;
-    if (frames.length === 0) {
-      tab.connections.set(connection, read.last);
-      return;
-    }
-    if (this.write(tab, connection, frames, read.last) && read.frames.length > 0) this.markSent(tab.address, read.frames.at(-1)!.id);
-  }
-
-  private async read(address: TabAddress, afterId: number | undefined): Promise<StreamRead> {
-    const read = await this.o.broker.read(address, afterId, this.o.clock.now());
-    this.fallBack(read.unsent);
-    if (read.expired > 0) this.o.counters?.dropped('expired', read.expired);
-    return read;
-  }
-
-  private lostFrame(after: number, epoch: number): EventFrame {
-    // No id: it is about this client's resumption, not an event of the tab's stream.
-    return { type: EventTypes.EventsLost, data: { after, epoch } } as EventFrame;
-  }
-
-  /**
-   * Writes frames to one connection and moves its cursor to `through` (the stream's newest id) or to the
-   * last frame's id. A connection that can take no more (an answered long-poll) leaves the tab.
-   */
-  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[], through?: number): boolean {
-    if (!connection.send(frames)) {
-      tab.connections.delete(connection);
-      return false;
-    }
-    const ids = frames.filter((f) => typeof f.id === 'number').map((f) => f.id);
-    const last = Math.max(through ?? 0, ...ids);
-    if (tab.connections.has(connection)) tab.connections.set(connection, last);
-    if (connection.client !== undefined && ids.length > 0) (tab.cursors ??= new WeakMap()).set(connection.client, Math.max(...ids));
-    this.prune(tab);
-    return true;
-  }
-
-  private markSent(address: TabAddress, id: number): void {
-    this.o.broker.markSent(address, id).catch((err: unknown) => this.o.log.warn({ err }, 'marking events sent failed'));
-  }
-
   private fallBack(fallbacks: readonly DeliveryFallback[]): void {
     if (fallbacks.length === 0) return;
     for (const fallback of fallbacks) this.o.onFallback(fallback);
@@ -486,17 +389,7 @@ export class Hub implements Delivery {
 
   /** Until when the tab counts as connected here: while this node lives when it has a live connection; a long-poll tab has its gap. */
   private connectedUntil(tab: LocalTab, now: number): number {
-    if (this.hasOpen(tab)) return WHILE_THE_NODE_LIVES;
+    if (hasOpen(tab)) return WHILE_THE_NODE_LIVES;
     return tab.transport === 'long-poll' ? tab.lastSeen + this.o.longPollGapMs : 0;
-  }
-
-  /** Drops connections that can write no more (an answered long-poll, a closed socket). */
-  private prune(tab: LocalTab): void {
-    for (const connection of tab.connections.keys()) if (!connection.open) tab.connections.delete(connection);
-  }
-
-  private hasOpen(tab: LocalTab): boolean {
-    for (const connection of tab.connections.keys()) if (connection.open) return true;
-    return false;
   }
 }

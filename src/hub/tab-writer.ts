@@ -1,0 +1,114 @@
+import type { Logger } from 'pino';
+import type { Broker, StreamRead } from '../broker/broker.js';
+import type { DeliveryFallback } from '../bus/bus.js';
+import { EventTypes } from '../protocol/events.js';
+import type { EventFrame } from '../protocol/frames.js';
+import type { TabAddress } from './address.js';
+import type { TabConnection } from './connection.js';
+import { prune, type LocalTab } from './local-tab.js';
+
+export interface TabWriterOptions {
+  broker: Broker;
+  now: () => number;
+  log: Logger;
+  /** Events that left a stream unsent with a fallback (an XMPP message): store them. */
+  fallBack: (fallbacks: readonly DeliveryFallback[]) => void;
+  /** Events that left a stream unsent without one (metrics). */
+  dropped: (reason: 'expired', n: number) => void;
+}
+
+/**
+ * Writes a tab's events to its connections on this node, each in id order from its own cursor: a new
+ * event as it is announced, what a connection missed read from the tab's stream (docs/events.md "Event
+ * streams"). The hub runs these per tab one after another, so no two interleave.
+ */
+export class TabWriter {
+  constructor(private readonly o: TabWriterOptions) {}
+
+  /** A new event of the tab: written to each connection whose cursor is just before it; a gap is read from the stream. */
+  async writeNew(tab: LocalTab, frame: EventFrame): Promise<void> {
+    prune(tab);
+    let behind = false;
+    let written = 0;
+    for (const [connection, cursor] of tab.connections) {
+      if (cursor === undefined || frame.id <= cursor) continue;
+      if (frame.id === cursor + 1) {
+        if (this.write(tab, connection, [frame])) written = frame.id;
+      } else behind = true;
+    }
+    if (written > 0) this.markSent(tab.address, written);
+    // Another node's event came first on the bus, or one was missed: the stream has them all.
+    if (behind) await this.catchUpAll(tab);
+  }
+
+  /**
+   * Writes to every ready connection what follows its cursor, from one read after the lowest cursor. A
+   * connection whose events after its cursor are gone (trimmed, expired, or its stream was made again)
+   * is told with `EventsLost` first.
+   */
+  async catchUpAll(tab: LocalTab): Promise<void> {
+    let lowest: number | undefined;
+    for (const cursor of tab.connections.values()) if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
+    if (lowest === undefined) return;
+    const read = await this.read(tab.address, lowest);
+    // No stream at all (the broker lost it and nothing made it again yet): the presence refresh or the
+    // next event makes one, and the catch-up then tells each connection once.
+    if (read.epoch === 0) return;
+    let written = 0;
+    for (const [connection, cursor] of tab.connections) {
+      if (cursor === undefined) continue;
+      const sameEpoch = cursor >= read.epoch && cursor <= read.last;
+      const frames = sameEpoch ? read.frames.filter((f) => f.id > cursor) : read.frames;
+      const lost = sameEpoch ? (frames.length > 0 ? frames[0]!.id > cursor + 1 : cursor < read.last) : true;
+      const out = lost ? [this.lostFrame(cursor, read.epoch), ...frames] : frames;
+      if (out.length === 0) continue;
+      if (this.write(tab, connection, out, read.last) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
+    }
+    if (written > 0) this.markSent(tab.address, written);
+  }
+
+  /** The first write to a connection: what follows `cursor` (or what nobody got), then it follows the stream. */
+  async catchUp(tab: LocalTab, connection: TabConnection, cursor: number | undefined): Promise<void> {
+    if (!tab.connections.has(connection) || !connection.open) return;
+    const read = await this.read(tab.address, cursor);
+    const frames = read.lost && cursor !== undefined ? [this.lostFrame(cursor, read.epoch), ...read.frames] : read.frames;
+    if (frames.length === 0) {
+      tab.connections.set(connection, read.last);
+      return;
+    }
+    if (this.write(tab, connection, frames, read.last) && read.frames.length > 0) this.markSent(tab.address, read.frames.at(-1)!.id);
+  }
+
+  private async read(address: TabAddress, afterId: number | undefined): Promise<StreamRead> {
+    const read = await this.o.broker.read(address, afterId, this.o.now());
+    this.o.fallBack(read.unsent);
+    if (read.expired > 0) this.o.dropped('expired', read.expired);
+    return read;
+  }
+
+  private lostFrame(after: number, epoch: number): EventFrame {
+    // No id: it is about this client's resumption, not an event of the tab's stream.
+    return { type: EventTypes.EventsLost, data: { after, epoch } } as EventFrame;
+  }
+
+  /**
+   * Writes frames to one connection and moves its cursor to `through` (the stream's newest id) or to the
+   * last frame's id. A connection that can take no more (an answered long-poll) leaves the tab.
+   */
+  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[], through?: number): boolean {
+    if (!connection.send(frames)) {
+      tab.connections.delete(connection);
+      return false;
+    }
+    const ids = frames.filter((f) => typeof f.id === 'number').map((f) => f.id);
+    const last = Math.max(through ?? 0, ...ids);
+    if (tab.connections.has(connection)) tab.connections.set(connection, last);
+    if (connection.client !== undefined && ids.length > 0) (tab.cursors ??= new WeakMap()).set(connection.client, Math.max(...ids));
+    prune(tab);
+    return true;
+  }
+
+  private markSent(address: TabAddress, id: number): void {
+    this.o.broker.markSent(address, id).catch((err: unknown) => this.o.log.warn({ err }, 'marking events sent failed'));
+  }
+}
