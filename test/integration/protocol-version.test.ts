@@ -84,4 +84,13 @@ describe('the protocol version header', () => {
     expect(refused.status).toBe(400);
     expect(refused.headers[HEADER]).toBe(EXPECTED);
   });
+
+  it('is on the answers Node gives by itself: an unsupported Expect (417) and oversized headers (431)', async () => {
+    const expectation = await rawAnswer('/healthz', { expect: 'something-else' });
+    expect(expectation.status).toBe(417);
+    expect(expectation.headers[HEADER]).toBe(EXPECTED);
+    const oversized = await rawAnswer('/healthz', { 'x-filler': 'a'.repeat(20 * 1024) });
+    expect(oversized.status).toBe(431);
+    expect(oversized.headers[HEADER]).toBe(EXPECTED);
+  });
 });
