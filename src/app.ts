@@ -23,6 +23,7 @@ import { registerRequestLimits } from './http/request-limits.js';
 import { AccessLog, serializeRequest } from './http/request-log.js';
 import { ajvTextFormats } from './http/schema-text.js';
 import { createServices, type Deps, type Services } from './services.js';
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from './protocol/version.js';
 
 export type { Deps, Services } from './services.js';
 
@@ -90,6 +91,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script).
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');
+    // Which wire protocol this is, on every answer, so clients learn it without a request of their own (docs/protocol.md "Versioning").
+    reply.header(PROTOCOL_VERSION_HEADER, String(PROTOCOL_VERSION));
     done(null, payload);
   });
   await app.register(cookie);
@@ -102,6 +105,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     credentials: true,
     methods: ['GET', 'POST'],
     allowedHeaders: ['Content-Type', 'X-TabID', 'X-Last-Event-ID', 'Authorization'],
+    // Cross-origin pages may read the protocol version (Fetch: only safelisted headers are readable otherwise).
+    exposedHeaders: [PROTOCOL_VERSION_HEADER],
     maxAge: 600,
   });
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };

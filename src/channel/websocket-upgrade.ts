@@ -4,6 +4,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
 import { closeCodes, TabwireError } from '../errors.js';
 import { EVENTS_SUBPROTOCOL } from '../protocol/frames.js';
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../protocol/version.js';
 import { serveAsPlainRequest } from './plain-request.js';
 
 /** What the route decides about a handshake: a session to bind the socket to, or a refusal. */
@@ -78,6 +79,8 @@ export class WebSocketUpgrade {
     this.server.on('headers', (headers, request) => {
       const cookie = this.pendingCookies.get(request);
       if (cookie !== undefined) headers.push(`Set-Cookie: ${cookie}`);
+      // The 101 says which protocol the frames follow, as every HTTP answer does (docs/protocol.md "Versioning").
+      headers.push(`${PROTOCOL_VERSION_HEADER}: ${PROTOCOL_VERSION}`);
     });
     // What `ws` still refuses after handshakeRefusal (a Sec-WebSocket-Protocol it cannot parse) comes here
     // instead of its text/html answer.

@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
 import { problemOf, PROBLEM_CONTENT_TYPE, rawProblemResponse } from './problem.js';
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../protocol/version.js';
 
 /** How long a refused connection may take to flush its answer before it is cut. */
 const FLUSH_MS = 5_000;
@@ -60,6 +61,7 @@ export function answerNodeRefusals(app: FastifyInstance): void {
       'content-length': Buffer.byteLength(body),
       'cache-control': 'no-store',
       'x-content-type-options': 'nosniff',
+      [PROTOCOL_VERSION_HEADER]: String(PROTOCOL_VERSION),
       connection: 'close',
     });
     response.end(body);

@@ -2,6 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { errorCatalogue, TabwireError, type ErrorCode } from '../errors.js';
 import { textFormatDetail } from './schema-text.js';
+import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../protocol/version.js';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -52,6 +53,7 @@ export function rawProblemResponse(error: TabwireError, instance?: string, heade
     'Content-Length': String(Buffer.byteLength(body)),
     'Cache-Control': 'no-store',
     'X-Content-Type-Options': 'nosniff',
+    [PROTOCOL_VERSION_HEADER]: String(PROTOCOL_VERSION),
     ...(typeof error.extra.retryAfter === 'number' ? { 'Retry-After': String(error.extra.retryAfter) } : {}),
     ...headers,
     Connection: 'close',
