@@ -231,7 +231,9 @@ export class QuickLogin {
     }
     const state = signature.decision === 'approve' ? 'approved' : 'rejected';
     const result = state === 'approved' ? await this.resultFor(record, identity, signature.signature) : undefined;
-    const tabEvent = record.tabId === '' || record.serviceId !== '' ? undefined : this.tabEventFor(record, identity.id, result);
+    // Backend mode: an approval reaches the tab as SignatureReceivedBE once the backend took it (outbox);
+    // a rejection is told to the tab at once in both modes, so the page need not wait for the code to expire.
+    const tabEvent = record.tabId === '' || (record.serviceId !== '' && result) ? undefined : this.tabEventFor(record, identity.id, result);
     const settle = (toStore?: CallbackToStore) =>
       this.o.store.codes.settle(code, { state, legalId: identity.id, now, ...(toStore ? { callback: toStore } : {}), ...(tabEvent ? { tabEvent } : {}) });
     // Backend mode: the callback is stored in the transaction that settles the code, so it exists only for
@@ -251,7 +253,7 @@ export class QuickLogin {
     return { state };
   }
 
-  /** What a browser-only code's tab is told when it is settled: the result, or the rejection. */
+  /** What a code's tab is told when it is settled: the result (browser-only mode), or the rejection (both modes). */
   private tabEventFor(record: LoginCode, legalId: string, result: QuickLoginResult | undefined): TabEvent {
     if (result) return { type: EventTypes.SignatureReceived, data: result };
     const data: QuickLoginRejection = { Id: legalId, Purpose: record.purpose };

@@ -82,6 +82,22 @@ describe('backend mode', () => {
     tab.close();
   });
 
+  it('a rejection in backend mode reaches the tab as SignatureRejected at once, and no callback is sent', async () => {
+    const before = receiver.received.length;
+    const tab = await openTab();
+    const registration = await post(service, '/QuickLogin', { service: receiver.url, sessionId: 'session-r', webhookSecret: secret });
+    const { serviceId } = registration.body as { serviceId: string };
+    const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'Backend login', serviceId, tab: tab.tabId }, { cookie: tab.cookie });
+    const rejected = await post(service, `${new URL(qr.body.signUrl).pathname}/Dev`, { decision: 'reject' });
+    expect(rejected.body).toEqual({ state: 'rejected' });
+    const event = await tab.next('SignatureRejected');
+    expect(event.data).toMatchObject({ Purpose: 'Backend login' });
+    await barrier(service, tab);
+    expect(tab.events.map((e) => e.type)).toEqual(['SignatureRejected', 'Barrier']);
+    expect(receiver.received.length).toBe(before);
+    tab.close();
+  });
+
   it('503 twice then 200: three attempts with one webhook-id, exactly one SignatureReceivedBE', async () => {
     const before = receiver.received.length;
     receiver.answers = [{ status: 503 }, { status: 503, headers: { 'retry-after': '0' } }, { status: 200 }];
