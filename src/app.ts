@@ -14,6 +14,7 @@ import { WebSocketUpgrade } from './channel/websocket-upgrade.js';
 import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
+import { registerHttpMetrics } from './http/http-metrics.js';
 import { pagesRoutes } from './http/pages-routes.js';
 import { answerNodeRefusals, clientErrorHandler } from './http/client-error.js';
 import { preflightGuard } from './http/cors-preflight.js';
@@ -88,6 +89,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
 
   registerProblemHandlers(app);
   answerNodeRefusals(app);
+  // Request counts and latency by route (docs/metrics.md); before the routes, so each inherits the hook.
+  registerHttpMetrics(app, services.metrics);
   // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script).
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');

@@ -1,5 +1,9 @@
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config/load.js';
+import type { Config } from './config/schema.js';
+import { listenFailureMessage } from './console/listen-failure.js';
+import { chooseLogFormat, logStreamFor } from './console/log-output.js';
+import { startLine } from './console/start-line.js';
 
 /** Beyond shutdownTimeoutSeconds, for what closes after the connections (deliverer, XMPP, store). */
 const SHUTDOWN_GRACE_SECONDS = 15;
@@ -7,7 +11,9 @@ const SHUTDOWN_GRACE_SECONDS = 15;
 /** Process entry: configuration, the app, listening, and a clean stop on SIGINT/SIGTERM. */
 async function main(): Promise<void> {
   const config = loadConfig();
-  const app = await buildApp(config);
+  // Readable lines for a person at a terminal, JSON lines for everything else (docs/configuration.md "Logs").
+  const logStream = logStreamFor(chooseLogFormat(config.logFormat, process.stdout.isTTY === true));
+  const app = await buildApp(config, logStream ? { logStream } : {});
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -29,14 +35,35 @@ async function main(): Promise<void> {
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
-  await app.listen({ host: config.host, port: config.port });
-  app.log.info({ publicBaseUrl: config.publicBaseUrl }, 'tabwire is listening');
+  try {
+    await app.listen({ host: config.host, port: config.port });
+  } catch (err) {
+    throw new ListenError(err, config);
+  }
+  const start = startLine(config.publicBaseUrl);
+  app.log.info({ publicBaseUrl: config.publicBaseUrl, ...start.fields }, start.message);
 }
 
+/** The service could not listen; carries the configuration the explanation names. */
+class ListenError extends Error {
+  constructor(
+    override readonly cause: unknown,
+    readonly config: Config,
+  ) {
+    super('listen failed');
+  }
+}
+
+// Exit status (docs/configuration.md "Start and exit"): 2 for configuration a restart cannot fix, 1 for the
+// rest, including a port in use (the previous process may still be stopping: a supervisor may retry).
 main().catch((err: unknown) => {
   if (err instanceof ConfigError) {
     console.error(err.message);
     process.exit(2);
+  }
+  if (err instanceof ListenError) {
+    console.error(listenFailureMessage(err.cause, err.config) ?? err.cause);
+    process.exit(1);
   }
   console.error(err);
   process.exit(1);

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Value } from '@sinclair/typebox/value';
 import { isUnspecifiedAddress, loopbackAliases } from './hosts.js';
 import { ConfigSchema, type Config, type ConfigInput } from './schema.js';
+import { closestName } from './suggest.js';
 
 /** Thrown when configuration is invalid; the message names every bad key. */
 export class ConfigError extends Error {
@@ -47,7 +48,8 @@ function readFile(path: string): Record<string, unknown> {
 
 /**
  * Reads configuration from the optional JSON file and TABWIRE_* variables, validates it once
- * and returns a frozen object. Unknown TABWIRE_* variables are errors, so typos do not pass silently.
+ * and returns a frozen object. Unknown TABWIRE_* variables are errors, so typos do not pass silently;
+ * one close to a known name says which it probably meant (suggest.ts).
  */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Partial<ConfigInput> = {}): Config {
   const keys = Object.keys(ConfigSchema.properties);
@@ -60,7 +62,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   for (const [name, raw] of Object.entries(env)) {
     if (!name.startsWith(ENV_PREFIX) || name === FILE_VARIABLE || raw === undefined) continue;
     const key = envNames.get(name);
-    if (!key) problems.push(`${name}: unknown setting`);
+    if (!key) problems.push(`${name}: unknown setting${didYouMean(closestName(name, [...envNames.keys(), FILE_VARIABLE], ENV_PREFIX))}`);
     else input[key] = fromEnv(key, raw);
   }
   Object.assign(input, overrides);
@@ -69,10 +71,32 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, overrides: Part
   for (const error of Value.Errors(ConfigSchema, withDefaults)) {
     const key = error.path.replace(/^\//, '').split('/')[0] ?? '';
     const where = key === '' ? 'config' : `${key} (${toEnvName(key)})`;
-    problems.push(`${where}: ${error.message}${error.path.includes('/', 1) ? ` at ${error.path}` : ''}`);
+    problems.push(`${where}: ${describeError(error, keys)}${error.path.includes('/', 1) ? ` at ${error.path}` : ''}`);
   }
   if (problems.length > 0) throw new ConfigError(`invalid configuration:\n  ${problems.join('\n  ')}`);
   return finish(withDefaults as ConfigInput);
+}
+
+const didYouMean = (name: string | undefined): string => (name === undefined ? '' : `; did you mean ${name}?`);
+
+/**
+ * TypeBox's message, made useful where it is not: an enumeration lists its allowed values instead of
+ * "Expected union value", and an unknown key of the config file suggests a known one close to it.
+ */
+function describeError(error: { message: string; path: string; schema: unknown; value: unknown }, keys: readonly string[]): string {
+  const allowed = enumValues(error.schema);
+  if (allowed) return `expected one of ${allowed.join(', ')} (got ${JSON.stringify(error.value)})`;
+  const key = error.path.slice(1);
+  if (error.message === 'Unexpected property' && !key.includes('/')) return `unknown setting${didYouMean(closestName(key, keys))}`;
+  return error.message;
+}
+
+/** The values of a union of string literals (an enumeration setting such as cookieSameSite), else undefined. */
+function enumValues(schema: unknown): string[] | undefined {
+  const anyOf = (schema as { anyOf?: unknown } | null)?.anyOf;
+  if (!Array.isArray(anyOf) || anyOf.length === 0) return undefined;
+  const values = anyOf.map((member: { const?: unknown }) => member?.const);
+  return values.every((v): v is string => typeof v === 'string') ? values : undefined;
 }
 
 function finish(input: ConfigInput): Config {

@@ -142,6 +142,8 @@ export const ConfigSchema = Type.Object(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },
     ),
+    /** `auto`: human-readable lines when stdout is a terminal, JSON lines otherwise; `pretty` or `json` force one (docs/configuration.md "Logs"). */
+    logFormat: Type.Union([Type.Literal('auto'), Type.Literal('pretty'), Type.Literal('json')], { default: 'auto' }),
   },
   { additionalProperties: false },
 );

@@ -12,9 +12,9 @@ export interface HealthRoutesOptions {
 }
 
 /**
- * Liveness, readiness and Prometheus metrics for operators (docs/deployment.md "Health"). `/readyz`
- * answers 503 while a node of a cluster cannot reach its Redis, so a load balancer sends new
- * requests to nodes that can.
+ * Liveness, readiness and Prometheus metrics for operators (docs/metrics.md "Health endpoints": what
+ * each checks, what a load balancer and Kubernetes probes should use). `/readyz` answers 503 while a
+ * node of a cluster cannot reach its Redis, so a load balancer sends new requests to nodes that can.
  */
 export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));

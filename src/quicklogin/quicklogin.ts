@@ -95,6 +95,11 @@ export interface QuickLoginOptions {
   ownTab: TabRegistry['requireOwner'];
   /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */
   issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
+  /**
+   * Started when a signature arrives; stopped once its result or rejection is in the tab's event stream
+   * (`tabwire_signature_delivery_seconds`, docs/metrics.md). Not stopped for a refused signature.
+   */
+  timeSignature?: () => (outcome: 'approved' | 'rejected') => void;
 }
 
 /** QuickLogin domain: issue codes, render them, take signatures, deliver results (docs/signing.md). */
@@ -218,6 +223,7 @@ export class QuickLogin {
    * settles the code; the result goes to the tab through the hub.
    */
   async sign(code: string, signature: Signature): Promise<{ state: 'approved' | 'rejected' }> {
+    const delivered = this.o.timeSignature?.();
     const record = await this.usableCode(code);
     const identity = await this.o.store.identities.get(signature.legalId);
     if (!identity) throw new TabwireError('identity_not_found', `Identity "${signature.legalId}" does not exist`);
@@ -249,7 +255,10 @@ export class QuickLogin {
     if (record.tabId === '' || record.sessionHash === null) return { state };
     // Only the session that asked for the code hears of it, even if another session holds the tab id now.
     // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
-    if (tabEvent) await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent);
+    if (tabEvent) {
+      await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent);
+      delivered?.(state);
+    }
     return { state };
   }
 

@@ -69,6 +69,11 @@ export function createQuickLoginArea(o: {
     awaitTab: (tabId) => registry.awaitRegistration(tabId),
     ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
     issueAgentToken: (accountId, seconds) => o.accounts.tokenFor(accountId, seconds),
+    // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.
+    timeSignature: () => {
+      const stop = o.metrics.signatureDelivery.startTimer();
+      return (outcome) => void stop({ outcome });
+    },
   });
   return {
     quickLogin,
