@@ -7,9 +7,9 @@ import { spawnSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
-const missing = ['typescript/package.json', 'esbuild'].filter((name) => {
+const missing = ['typescript', 'esbuild'].filter((name) => {
   try {
-    require.resolve(name);
+    require.resolve(`${name}/package.json`);
     return false;
   } catch {
     return true;
