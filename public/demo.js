@@ -1,44 +1,77 @@
-// The demo page: QuickLogin as the reference client does it (new code every 2 s), events through /Events.js.
-// Everything from the wire is put into the page with textContent or as attribute values, never as HTML.
+// The demo page: QuickLogin with the client's helper (`Events.quickLogin`, docs/sdk.md): a new code every 2 s,
+// stopped by the result. Everything from the wire is put into the page with textContent or as attribute
+// values, never as HTML.
 const $ = (id) => document.getElementById(id);
 const PURPOSE = 'Log in to the tabwire demo';
-let refreshTimer;
-let signedIn = false;
+const PROPERTIES = 'FIRST,LAST,COUNTRY,EMAIL';
+
+// Readable labels for the identity property names (docs/sdk.md "Property labels"); an unknown name is shown as sent.
+const LABELS = {
+  FIRST: 'First name',
+  MIDDLE: 'Middle name',
+  LAST: 'Last name',
+  PNR: 'Personal number',
+  NATIONALITY: 'Nationality',
+  GENDER: 'Gender',
+  BDAY: 'Birth day',
+  BMONTH: 'Birth month',
+  BYEAR: 'Birth year',
+  ADDR: 'Address',
+  ADDR2: 'Address (line 2)',
+  ZIP: 'Postal code',
+  AREA: 'Area',
+  CITY: 'City',
+  REGION: 'Region',
+  COUNTRY: 'Country',
+  EMAIL: 'E-mail',
+  PHONE: 'Phone',
+  JID: 'XMPP address',
+  ORGNAME: 'Organisation',
+  ORGNR: 'Organisation number',
+  ORGDEPT: 'Department',
+  ORGROLE: 'Role',
+  ORGADDR: 'Organisation address',
+  ORGADDR2: 'Organisation address (line 2)',
+  ORGZIP: 'Organisation postal code',
+  ORGAREA: 'Organisation area',
+  ORGCITY: 'Organisation city',
+  ORGREGION: 'Organisation region',
+  ORGCOUNTRY: 'Organisation country',
+};
+const COUNTRY_PROPERTIES = new Set(['COUNTRY', 'NATIONALITY', 'ORGCOUNTRY']);
+const regions = typeof Intl.DisplayNames === 'function' ? new Intl.DisplayNames(['en'], { type: 'region' }) : undefined;
+
+/** A country code as its English name with the code ("United Kingdom (GB)"); anything else unchanged. */
+function propertyValue(name, value) {
+  const text = String(value);
+  if (!COUNTRY_PROPERTIES.has(name) || !regions || !/^[A-Z]{2}$/.test(text)) return text;
+  try {
+    const country = regions.of(text);
+    return country && country !== text ? `${country} (${text})` : text;
+  } catch {
+    return text;
+  }
+}
+
+// A notice (a rejection, a refused request) stays until the person does something next: opens the
+// approval page, signs in again, or a result arrives. New codes keep coming underneath it.
+let notice = false;
 
 function show(text) {
   $('status').textContent = text;
 }
 
-async function refreshCode() {
-  clearTimeout(refreshTimer);
-  if (signedIn) return;
-  try {
-    const response = await fetch('/QuickLogin', {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      credentials: 'same-origin',
-      body: JSON.stringify({ mode: 'image', purpose: PURPOSE, serviceId: '', tab: window.Events.tabId, propertyFilter: 'FIRST,LAST,COUNTRY,EMAIL' }),
-    });
-    const body = await response.json();
-    if (!response.ok) {
-      // Right after load the tab may not be registered yet: ask again soon.
-      show(body.code === 'tab_not_registered' ? 'Registering this tab…' : `Could not get a code: ${body.detail}`);
-      refreshTimer = setTimeout(refreshCode, body.code === 'tab_not_registered' ? 300 : 2000);
-      return;
-    }
-    // The page is served by the service itself, possibly under another loopback name than the public
-    // base (localhost vs 127.0.0.1): load the image from this page's own origin (and its CSP allows it).
-    const src = new URL(body.src, location.href);
-    $('qr').src = src.pathname + src.search;
-    $('qr').width = body.width;
-    $('qr').height = body.height;
-    $('qr-link').href = body.signUrl;
-    $('same-device').href = body.signUrl;
-    show('Waiting for a signature…');
-  } catch (err) {
-    show(`Could not get a code: ${err.message}`);
-  }
-  refreshTimer = setTimeout(refreshCode, 2000);
+function noticeShown(text) {
+  notice = true;
+  $('status').classList.add('notice');
+  show(text);
+}
+
+function nextAction() {
+  if (!notice) return;
+  notice = false;
+  $('status').classList.remove('notice');
+  show('Waiting for a signature…');
 }
 
 function row(name, value) {
@@ -53,12 +86,11 @@ function row(name, value) {
 
 function showIdentity(result) {
   if (typeof result !== 'object' || result === null || typeof result.Id !== 'string') return;
-  signedIn = true;
-  clearTimeout(refreshTimer);
+  nextAction();
   const body = $('identity').tBodies[0];
   body.replaceChildren();
   const properties = typeof result.Properties === 'object' && result.Properties !== null ? result.Properties : {};
-  for (const [name, value] of Object.entries(properties)) body.append(row(name, value));
+  for (const [name, value] of Object.entries(properties)) body.append(row(LABELS[name] ?? name, propertyValue(name, value)));
   body.append(row('Identity', result.Id));
   body.append(row('State', result.State));
   body.append(row('Provider', result.Provider));
@@ -69,19 +101,49 @@ function showIdentity(result) {
   $('result').hidden = false;
 }
 
+function showCode(code) {
+  // The page is served by the service itself, possibly under another loopback name than the public
+  // base (localhost vs 127.0.0.1): load the image from this page's own origin (and its CSP allows it).
+  const src = new URL(code.src, location.href);
+  $('qr').src = src.pathname + src.search;
+  $('qr').width = code.width;
+  $('qr').height = code.height;
+  $('qr-link').href = code.signUrl;
+  $('same-device').href = code.signUrl;
+  if (!notice) show('Waiting for a signature…');
+}
+
 // The image is shown only once a code has loaded: never a broken-image icon while the first code is on its way.
 $('qr').addEventListener('load', () => {
   $('qr').hidden = false;
 });
-window.Events.on('SignatureReceived', showIdentity);
-window.Events.on('SignatureRejected', () => show('The request was rejected. A new code follows.'));
+// Opening the approval page is the person's next action.
+$('qr-link').addEventListener('click', nextAction);
+$('same-device').addEventListener('click', nextAction);
+
+show('Connecting…');
+const login = window.Events.quickLogin({
+  mode: 'image',
+  purpose: PURPOSE,
+  propertyFilter: PROPERTIES,
+  refreshMs: 2000,
+  onCode: showCode,
+  onResult: showIdentity,
+  onRejected: () => noticeShown('The request was rejected. Scan the new code to try again.'),
+  onError: (error) => {
+    if (!error.retrying) noticeShown(`Could not get a code: ${error.message}`);
+    else if (!notice) show(`Could not get a code: ${error.message}. Trying again…`);
+  },
+});
+// For tests and the curious: the running helper.
+window.demoLogin = login;
+
 $('again').addEventListener('click', () => {
-  signedIn = false;
+  nextAction();
   $('result').hidden = true;
   $('waiting').hidden = false;
-  refreshCode();
+  login.restart();
 });
 setInterval(() => {
   $('transport').textContent = `tab ${window.Events.tabId} · ${window.Events.stats.transport}`;
 }, 1000);
-refreshCode();

@@ -78,6 +78,12 @@ export class EventClient {
     return this.currentTabId;
   }
 
+  /** The event server's base URL (`https://host[:port]`); QuickLogin requests go there too. */
+  get serviceUrl(): string {
+    const h = this.explicitHost ?? this.host ?? this.deps.defaultHost();
+    return `${h.secure ? 'https' : 'http'}://${h.host}`;
+  }
+
   /** A snapshot of the counters; `transport` is 'none' while stopped. */
   get stats(): EventStats {
     const transport = this.running ? (this.transport?.kind ?? this.mode) : 'none';

@@ -1,5 +1,6 @@
 import type { EventClient, EventStats } from './client.js';
 import type { EventHandler } from './dispatcher.js';
+import { startQuickLogin, type QuickLoginOptions, type QuickLoginSession } from './quick-login.js';
 
 /**
  * `window.Events`, and what `createEventClient` returns: a frozen object of plain functions and
@@ -24,11 +25,15 @@ export interface EventsApi {
   readonly ready: Promise<void>;
   /** A snapshot of the counters and the transport in use. */
   readonly stats: EventStats;
+  /** The service's base URL (`https://host[:port]`) the channel talks to; QR requests go there by default. */
+  readonly serviceUrl: string;
+  /** Starts the QuickLogin loop for this tab (docs/sdk.md "The QuickLogin helper"): `startQuickLogin(this, options)`. */
+  quickLogin(options: QuickLoginOptions): QuickLoginSession;
 }
 
 /** Wraps a client as the page-facing API. */
 export function eventsApi(client: EventClient): EventsApi {
-  return Object.freeze({
+  const api: EventsApi = Object.freeze({
     on: (type: string, handler: EventHandler) => client.on(type, handler),
     off: (type: string, handler: EventHandler) => client.off(type, handler),
     connect: () => client.connect(),
@@ -44,5 +49,10 @@ export function eventsApi(client: EventClient): EventsApi {
     get stats() {
       return client.stats;
     },
+    get serviceUrl() {
+      return client.serviceUrl;
+    },
+    quickLogin: (options: QuickLoginOptions) => startQuickLogin(api, options),
   });
+  return api;
 }

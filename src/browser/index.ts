@@ -22,6 +22,19 @@ export type { EventClientOptions } from './browser-env.js';
 export type { EventStats } from './client.js';
 export type { DispatchStats, EventHandler, ReceivedEvent } from './dispatcher.js';
 export type { EventsApi } from './events-api.js';
+export {
+  DEFAULT_REFRESH_MS,
+  QuickLoginError,
+  qrImageSource,
+  startQuickLogin,
+  type QrCode,
+  type QrFetch,
+  type QrMode,
+  type QrResponseLike,
+  type QuickLoginEvents,
+  type QuickLoginOptions,
+  type QuickLoginSession,
+} from './quick-login.js';
 export type { EventHost } from './host.js';
 export type { FetchLike, Logger, PollRequest, ResponseLike, SocketFactory, SocketLike, Timers } from './platform.js';
 export { windowNameStore, type TabIdStore } from './tab-id.js';

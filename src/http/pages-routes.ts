@@ -12,6 +12,9 @@ const ASSETS = {
   '/demo.js': { file: 'demo.js', type: 'text/javascript; charset=utf-8' },
   '/sign.js': { file: 'sign.js', type: 'text/javascript; charset=utf-8' },
   '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
+  // The pages link the icon (rel=icon); /favicon.ico too, for browsers that ask for it on any page (a PNG there is fine).
+  '/favicon.png': { file: 'favicon.png', type: 'image/png' },
+  '/favicon.ico': { file: 'favicon.png', type: 'image/png' },
 } as const;
 
 /** Reads a page from `public/` once. */

@@ -6,7 +6,7 @@ import { resolvePalette } from '../quicklogin/qr-colours.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { BackendRegistrations } from '../callbacks/registrations.js';
 import { approveWithDevIdentity } from '../quicklogin/dev-approval.js';
-import type { DevIdentity } from '../identity/dev-identity.js';
+import { DEV_PROPERTIES, type DevIdentity } from '../identity/dev-identity.js';
 import { readPage, sendPage } from './pages-routes.js';
 import { checkOrigin } from './origin.js';
 import { hashSession, sessionIdOf } from './session.js';
@@ -148,6 +148,22 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
     const { code } = request.params as { code: string };
     return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code));
   });
+
+  // Which identity the approval page signs with, so the page can name it (404 when development approval is off).
+  app.get(
+    '/QuickLogin/DevIdentity',
+    {
+      schema: {
+        response: {
+          200: Type.Object({ legalId: Type.String(), properties: Type.Record(Type.String(), Type.String()) }, { additionalProperties: false }),
+        },
+      },
+    },
+    async (_request, reply) => {
+      if (!o.devIdentity) throw new TabwireError('not_found', 'Development approval is not enabled on this service');
+      return reply.header('cache-control', 'no-store').send({ legalId: o.devIdentity.legalId, properties: { ...DEV_PROPERTIES } });
+    },
+  );
 
   // Same-device approval with the development identity (config devApproval; loopback deployments only by default).
   app.post(

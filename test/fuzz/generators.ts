@@ -62,7 +62,8 @@ export function preflightCase(ctx: FuzzContext): fc.Arbitrary<HttpCase> {
 
 /** GET routes that answer 2xx to anyone: what they answer must not depend on optional headers. */
 export const PUBLIC_GET_PATHS = [
-  '/healthz', '/readyz', '/metrics', '/', '/demo.js', '/sign.js', '/style.css', '/Events.js',
+  '/healthz', '/readyz', '/metrics', '/', '/demo.js', '/sign.js', '/style.css', '/Events.js', '/favicon.png', '/favicon.ico',
+  '/QuickLogin/DevIdentity',
   '/.well-known/jwks.json', '/.well-known/tabwire/result-keys', '/.well-known/tabwire/webhook-key',
 ] as const;
 

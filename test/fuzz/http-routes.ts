@@ -31,7 +31,7 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
   { name: 'GET /healthz', method: 'GET', path: pathVariants('/healthz') },
   { name: 'GET /readyz', method: 'GET', path: pathVariants('/readyz') },
   { name: 'GET /metrics', method: 'GET', path: pathVariants('/metrics') },
-  { name: 'GET /', method: 'GET', path: (_ctx, damaged) => (damaged ? fc.constantFrom('//', '/index.html', '/demo.js/', '/%2e/demo.js') : fc.constantFrom('/', '/demo.js', '/sign.js', '/style.css')) },
+  { name: 'GET /', method: 'GET', path: (_ctx, damaged) => (damaged ? fc.constantFrom('//', '/index.html', '/demo.js/', '/%2e/demo.js') : fc.constantFrom('/', '/demo.js', '/sign.js', '/style.css', '/favicon.png', '/favicon.ico')) },
   {
     name: 'GET /Events.js',
     method: 'GET',
@@ -46,6 +46,7 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
         ? fc.constantFrom('/.well-known/', '/.well-known/../healthz', '/.well-known/tabwire/', '/.well-known/jwks.json/x')
         : fc.constantFrom('/.well-known/tabwire/result-keys', '/.well-known/tabwire/webhook-key', '/.well-known/jwks.json'),
   },
+  { name: 'GET /QuickLogin/DevIdentity', method: 'GET', path: pathVariants('/QuickLogin/DevIdentity') },
   { name: 'unknown path', method: 'GET', path: () => fc.oneof(oddString.map((s) => `/${percentEncode(s)}`), pathSegment(fc.constant('nothing-here')).map((s) => `/${s}`)) },
 
   // Client event channel over HTTP.

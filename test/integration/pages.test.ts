@@ -58,4 +58,25 @@ describe('the demo and approval pages', () => {
     const refused = await post(publicService, `${path}/Dev`, { decision: 'approve' });
     expect([refused.status, refused.body.code]).toEqual([404, 'not_found']);
   });
+
+  it('names the development identity for the approval page, and only where development approval is on', async () => {
+    const dev = await get(service, '/QuickLogin/DevIdentity');
+    expect(dev.status).toBe(200);
+    expect(dev.body).toEqual({ legalId: expect.any(String), properties: { FIRST: 'Ada', LAST: 'Lovelace', COUNTRY: 'GB', EMAIL: 'ada@example.org' } });
+    expect(dev.body.legalId.length).toBeGreaterThan(0);
+    const none = await get(publicService, '/QuickLogin/DevIdentity');
+    expect([none.status, none.body.code]).toEqual([404, 'not_found']);
+  });
+
+  it('serves a favicon, linked from both pages, so browsers get no 404 for it', async () => {
+    for (const path of ['/favicon.png', '/favicon.ico']) {
+      const icon = await get(service, path);
+      expect([icon.status, icon.contentType]).toEqual([200, 'image/png']);
+      expect(icon.body.subarray(1, 4).toString()).toBe('PNG');
+    }
+    expect((await get(service, '/')).body.toString()).toContain('<link rel="icon" href="/favicon.png" type="image/png">');
+    const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'x', serviceId: '', tab: '' });
+    const approval = await get(service, new URL(qr.body.signUrl).pathname, { accept: 'text/html' });
+    expect(approval.body.toString()).toContain('<link rel="icon" href="/favicon.png" type="image/png">');
+  });
 });
