@@ -33,6 +33,9 @@ export interface LoginIo {
   env: Readonly<Record<string, string | undefined>>;
 }
 
+/** Bounds each HTTP request, so a service that stops answering fails the command instead of hanging it. */
+const HTTP_TIMEOUT_MS = 30_000;
+
 const ORIGIN_HINT = 'Pass --origin with an origin among the service\'s allowedOrigins, or --origin none to send no Origin.';
 
 type Outcome =
@@ -92,12 +95,13 @@ export async function loginCommand(args: LoginArgs, io: LoginIo): Promise<string
   const say = (text: string) => io.stderr.write(`${text}\n`);
   const colour = useColour(io.stderr, io.env);
 
+  // Everything that ends the wait (a result, a rejection, the timeout, a failure) settles this once.
+  let finished = false;
   let settle: (outcome: Outcome) => void = () => undefined;
   const outcome = new Promise<Outcome>((resolve) => {
-    let done = false;
     settle = (o) => {
-      if (!done) resolve(o);
-      done = true;
+      if (!finished) resolve(o);
+      finished = true;
     };
   });
 
@@ -106,6 +110,7 @@ export async function loginCommand(args: LoginArgs, io: LoginIo): Promise<string
   const requestQr = async (): Promise<void> => {
     const response = await fetch(`${base}/QuickLogin`, {
       method: 'POST',
+      signal: AbortSignal.timeout(HTTP_TIMEOUT_MS),
       headers: { 'content-type': 'application/json', accept: 'application/json', cookie: tab.cookie, ...(origin === null ? {} : { origin }) },
       body: JSON.stringify({
         mode: 'text',
@@ -128,7 +133,7 @@ export async function loginCommand(args: LoginArgs, io: LoginIo): Promise<string
     say(`Waiting for a signature (at most ${args.timeoutSeconds} s; Ctrl-C stops)...`);
   };
   const refresh = (why: string): void => {
-    if (refreshing) return;
+    if (refreshing || finished) return;
     refreshing = true;
     say(why);
     requestQr().then(
@@ -152,25 +157,33 @@ export async function loginCommand(args: LoginArgs, io: LoginIo): Promise<string
 
   // The code's own state, from the service's clock: 410 (expired) or 404 (gone) means show a new one,
   // as the reference page does; 409 means it was signed, and the result is on its way to the tab.
+  let checking = false;
   const check = async (): Promise<void> => {
-    if (refreshing || signUrl === '') return;
-    const status = await fetch(signUrl, { headers: { accept: 'application/json' } }).then(
+    if (checking || refreshing || signUrl === '') return;
+    checking = true;
+    const status = await fetch(signUrl, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) }).then(
       (r) => (void r.body?.cancel(), r.status),
-      () => 0,
+      () => 0, // unreachable for a moment: the next check asks again
     );
+    checking = false;
     if (status === 410 || status === 404) refresh('The code expired; a new one:');
   };
 
   let checker: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
   try {
-    await tab.open().catch((error: unknown) => {
-      if (error instanceof Error && error.message.includes('origin_not_allowed')) throw new CommandFailure(`${error.message}\n${ORIGIN_HINT}`);
-      throw error;
-    });
-    await requestQr();
-    checker = setInterval(() => void check(), args.checkEverySeconds * 1000);
+    // The timeout covers the set-up too: a service that accepts the socket but never confirms the Register
+    // must not hold the terminal for ever.
     timer = setTimeout(() => settle({ kind: 'timeout' }), args.timeoutSeconds * 1000);
+    void (async () => {
+      await tab.open().catch((error: unknown) => {
+        if (error instanceof Error && error.message.includes('origin_not_allowed')) throw new CommandFailure(`${error.message}\n${ORIGIN_HINT}`);
+        throw error;
+      });
+      if (finished) return;
+      await requestQr();
+      if (!finished) checker = setInterval(() => void check(), args.checkEverySeconds * 1000);
+    })().catch((error: unknown) => settle({ kind: 'failed', error }));
     const end = await outcome;
     switch (end.kind) {
       case 'failed':
@@ -191,7 +204,7 @@ export async function loginCommand(args: LoginArgs, io: LoginIo): Promise<string
   async function verified(data: unknown): Promise<string> {
     const result = data as QuickLoginResult;
     const keysUrl = `${base}/.well-known/tabwire/result-keys`;
-    const { keys } = (await problemOrJson(await fetch(keysUrl, { headers: { accept: 'application/json' } }))) as { keys: ResultKeyJwk[] };
+    const { keys } = (await problemOrJson(await fetch(keysUrl, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(HTTP_TIMEOUT_MS) }))) as { keys: ResultKeyJwk[] };
     let kid: string | undefined;
     try {
       kid = verifyResultSignature(result, Array.isArray(keys) ? keys : []);

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { WebSocketServer } from 'ws';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { WebSocketServer, type WebSocket } from 'ws';
 import { writeKeyFile } from '../../src/identity/key-file.js';
 import { generateEd25519 } from '../../src/identity/keys.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
@@ -100,8 +100,8 @@ describe('tabwire login', SLOW, () => {
   });
 
   it('exits 4 after --timeout without an answer', async () => {
+    // The timeout covers the set-up as well, so on a busy machine it may end before the code is shown: same answer.
     const tab = login('--timeout', '1');
-    await tab.waitFor(SIGN_URL);
     expect(await tab.exited).toBe(4);
     expect(tab.stderr).toContain('no answer within 1 s');
   });
@@ -144,33 +144,56 @@ describe('tabwire sign', SLOW, () => {
   });
 });
 
-describe('tabwire login against a service that sends a tampered result', SLOW, () => {
+describe('tabwire login against a stand-in service that sends a chosen result', SLOW, () => {
   let fake: Server;
   let fakeUrl: string;
   let served: unknown;
+  /** Close the first socket (as a restarting service does) after the QR request, before the result. */
+  let dropFirst = false;
   let keys: ResultKeyJwk[];
+  let sockets: WebSocket[] = [];
+  let registers: Array<{ frame: { tabId: string; lastEventId?: number }; cookie: string | undefined }> = [];
 
   // Just enough of the protocol (docs/events.md, docs/signing.md) to hand the CLI one chosen result.
   beforeAll(async () => {
     keys = ((await (await fetch(`${service.baseUrl}/.well-known/tabwire/result-keys`)).json()) as { keys: ResultKeyJwk[] }).keys;
-    const sockets = new Set<import('ws').WebSocket>();
     fake = createServer((request, response) => {
       const json = (body: unknown) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
       if (request.url === '/.well-known/tabwire/result-keys') return json({ keys });
       if (request.method === 'POST' && request.url === '/QuickLogin') {
         json({ signUrl: `${fakeUrl}/QuickLogin/Sign/fakecode`, text: '\u2588' });
-        for (const ws of sockets) ws.send(JSON.stringify({ type: 'SignatureReceived', data: served, id: 1 }));
+        const ws = sockets.at(-1)!;
+        if (dropFirst && sockets.length === 1) {
+          ws.send(JSON.stringify({ type: 'SomethingElse', data: null, id: 7 }));
+          ws.close(1001, 'shutdown');
+        } else ws.send(JSON.stringify({ type: 'SignatureReceived', data: served, id: 8 }));
         return;
       }
-      response.writeHead(200).end('{}');
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
     });
     const wss = new WebSocketServer({ server: fake, path: '/ClientEventsWS' });
-    wss.on('connection', (ws) => {
-      sockets.add(ws);
-      ws.on('message', () => ws.send(JSON.stringify({ type: 'CheckServerInstance', data: 'fake' })));
+    // The session cookie comes with the first 101 (docs/events.md).
+    wss.on('headers', (headers, request) => {
+      if (!request.headers.cookie) headers.push('Set-Cookie: tabwire_sid=fake-session-cookie; Path=/; HttpOnly');
+    });
+    wss.on('connection', (ws, request) => {
+      sockets.push(ws);
+      ws.on('message', (data) => {
+        const frame = JSON.parse(data.toString()) as { cmd: string; tabId: string; lastEventId?: number };
+        if (frame.cmd !== 'Register') return;
+        registers.push({ frame, cookie: request.headers.cookie });
+        ws.send(JSON.stringify({ type: 'CheckServerInstance', data: 'fake' }));
+        // After a reconnect, the result signed meanwhile arrives on the new Register.
+        if (sockets.length === 2) ws.send(JSON.stringify({ type: 'SignatureReceived', data: served, id: 8 }));
+      });
     });
     await new Promise<void>((resolve) => fake.listen(0, '127.0.0.1', resolve));
     fakeUrl = `http://127.0.0.1:${(fake.address() as { port: number }).port}`;
+  });
+  beforeEach(() => {
+    sockets = [];
+    registers = [];
+    dropFirst = false;
   });
   afterAll(() => new Promise<void>((resolve) => fake.close(() => resolve())));
 
@@ -181,24 +204,38 @@ describe('tabwire login against a service that sends a tampered result', SLOW, (
     expect(await tab.exited).toBe(0);
     return JSON.parse(tab.stdout) as QuickLoginResult;
   }
+  const loginAtFake = (purpose = PURPOSE) => runCli(['login', '--service', fakeUrl, '--purpose', purpose, '--json', '--timeout', '60']);
 
-  it('accepts the genuine result and refuses it with one property changed', async () => {
+  it('accepts the genuine result and refuses it with one property changed, or for another purpose', async () => {
     const genuine = await genuineResult();
     served = genuine;
-    const accepted = await runCli(['login', '--service', fakeUrl, '--purpose', PURPOSE, '--json', '--timeout', '30']);
+    const accepted = await loginAtFake();
     expect(accepted.status).toBe(0);
     expect(JSON.parse(accepted.stdout)).toEqual(genuine);
 
     served = { ...genuine, Properties: { ...genuine.Properties, FIRST: 'Eve' } };
-    const refused = await runCli(['login', '--service', fakeUrl, '--purpose', PURPOSE, '--json', '--timeout', '30']);
+    const refused = await loginAtFake();
     expect(refused.status).toBe(1);
     expect(refused.stderr).toContain('refused the result: ServerSignature does not verify with any key the service publishes');
     expect(refused.stdout).toBe('');
 
     // Genuine, but signed for another request's purpose.
     served = genuine;
-    const otherPurpose = await runCli(['login', '--service', fakeUrl, '--purpose', 'Something else', '--timeout', '30']);
+    const otherPurpose = await loginAtFake('Something else');
     expect(otherPurpose.status).toBe(1);
     expect(otherPurpose.stderr).toContain('refused the result: it was signed for another purpose');
+  });
+
+  it('reconnects after a lost channel with its session cookie, the same tab and lastEventId', async () => {
+    served = await genuineResult();
+    dropFirst = true;
+    const run = await loginAtFake();
+    expect(run.stderr).toContain('event channel lost (1001); reconnecting in 1 s');
+    expect(run.status).toBe(0);
+    expect(registers).toHaveLength(2);
+    expect(registers[0]!.cookie).toBeUndefined();
+    expect(registers[1]!.cookie).toBe('tabwire_sid=fake-session-cookie');
+    expect(registers[1]!.frame.tabId).toBe(registers[0]!.frame.tabId);
+    expect(registers[1]!.frame.lastEventId).toBe(7);
   });
 });
