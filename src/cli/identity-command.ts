@@ -4,6 +4,7 @@ import { createIdentity } from '../identity/create.js';
 import { canTransition, type IdentityState } from '../identity/identity.js';
 import { writeKeyFile } from '../identity/key-file.js';
 import { openStore } from '../store/open.js';
+import { listOutput } from './list-output.js';
 
 const OPERATOR_MOVES: Record<string, IdentityState> = {
   approve: 'Approved',
@@ -46,8 +47,7 @@ export async function identityCommand(config: Config, args: IdentityArgs): Promi
       return `${identity.id}\n`;
     }
     if (args.action === 'list') {
-      const all = await identities.list();
-      return all.map((i) => `${i.id}\t${i.state}\t${JSON.stringify(i.properties)}`).join('\n') + (all.length ? '\n' : '');
+      return listOutput(['ID', 'STATE', 'PROPERTIES'], (await identities.list()).map((i) => [i.id, i.state, JSON.stringify(i.properties)]));
     }
     const target = OPERATOR_MOVES[args.action];
     if (!target) throw new Error(`unknown identity action "${args.action}"`);

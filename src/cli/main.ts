@@ -1,91 +1,44 @@
 #!/usr/bin/env node
-import { parseArgs } from 'node:util';
-import { ConfigError, loadConfig } from '../config/load.js';
-import { identityCommand } from './identity-command.js';
-import { accountCommand, apiKeyCommand, keysCommand, tokenCommand } from './operator-commands.js';
-import { signCommand } from './sign-command.js';
+import { ConfigError } from '../config/load.js';
+import { parseFlags, UsageError } from './args.js';
+import { commandNamed, COMMANDS, type CliIo } from './commands.js';
+import { CommandFailure, ExitStatus } from './failure.js';
+import { commandHelp, globalHelp } from './help.js';
 import { SignerError } from './signer.js';
 
-const USAGE = `usage:
-  tabwire serve
-  tabwire identity create --prop NAME=VALUE [--prop ...] --key-out FILE [--valid-days N] [--approve]
-  tabwire identity approve|reject|obsolete|compromised <id>
-  tabwire identity list
-  tabwire sign <signUrl> --key FILE [--yes] [--reject]
-  tabwire apikey create [--note TEXT] | revoke <id> | list
-  tabwire account list | disable <user> | enable <user> | delete <user>
-  tabwire token --user USER [--seconds N]
-  tabwire keys rotate
-Configuration comes from TABWIRE_* variables and TABWIRE_CONFIG_FILE, as for the service.`;
-
-async function run(argv: string[]): Promise<string> {
-  const { values, positionals } = parseArgs({
-    args: argv,
-    allowPositionals: true,
-    options: {
-      prop: { type: 'string', multiple: true, default: [] },
-      'key-out': { type: 'string' },
-      'valid-days': { type: 'string', default: '365' },
-      approve: { type: 'boolean', default: false },
-      key: { type: 'string' },
-      yes: { type: 'boolean', default: false },
-      reject: { type: 'boolean', default: false },
-      help: { type: 'boolean', default: false },
-      note: { type: 'string' },
-      user: { type: 'string' },
-      seconds: { type: 'string', default: '3600' },
-    },
-  });
-  const [command, ...rest] = positionals;
-  if (values.help || command === undefined) return `${USAGE}\n`;
-  switch (command) {
-    case 'serve':
-      await import('../main.js');
-      return '';
-    case 'identity': {
-      const validDays = Number(values['valid-days']);
-      if (!Number.isInteger(validDays) || validDays < 1) throw new UsageError('--valid-days must be a positive integer');
-      return identityCommand(loadConfig(), {
-        action: rest[0] ?? '',
-        ...(rest[1] === undefined ? {} : { id: rest[1] }),
-        props: values.prop ?? [],
-        ...(values['key-out'] === undefined ? {} : { keyOut: values['key-out'] }),
-        validDays,
-        approve: values.approve ?? false,
-      });
-    }
-    case 'sign': {
-      if (rest[0] === undefined || values.key === undefined) throw new UsageError('sign needs <signUrl> and --key FILE');
-      return signCommand(
-        { signUrl: rest[0], keyFile: values.key, yes: values.yes ?? false, reject: values.reject ?? false },
-        { input: process.stdin, output: process.stdout },
-      );
-    }
-    case 'apikey':
-      return apiKeyCommand(loadConfig(), rest[0] ?? '', rest[1], values.note);
-    case 'account':
-      return accountCommand(loadConfig(), rest[0] ?? '', rest[1]);
-    case 'token': {
-      const seconds = Number(values.seconds);
-      if (values.user === undefined || !Number.isFinite(seconds)) throw new UsageError('token needs --user USER and a numeric --seconds');
-      return tokenCommand(loadConfig(), values.user, seconds);
-    }
-    case 'keys':
-      return keysCommand(loadConfig(), rest[0] ?? '');
-    default:
-      throw new UsageError(`unknown command "${command}"`);
+/** `tabwire <command> …` (docs/cli.md): finds the command in the table, parses its flags, runs it. */
+async function run(argv: string[], io: CliIo): Promise<string> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h') return globalHelp(COMMANDS);
+  const command = commandNamed(name);
+  if (!command) {
+    throw new UsageError(name.startsWith('-') ? `${name} must follow a command` : `unknown command "${name}"; the commands are ${COMMANDS.map((c) => c.name).join(', ')}`);
   }
+  const args = parseFlags(command.name, command.flags, rest);
+  if (args.help) return commandHelp(command);
+  return command.run(args, io);
 }
 
-class UsageError extends Error {}
+/** The message and exit status for what a command threw. */
+function failure(err: unknown, commandName: string | undefined): { text: string; status: number } {
+  if (err instanceof UsageError) {
+    const where = err.command ?? (commandName !== undefined && commandNamed(commandName) ? commandName : undefined);
+    const help = where === undefined ? 'tabwire --help' : `tabwire ${where} --help`;
+    return { text: `tabwire${where === undefined ? '' : ` ${where}`}: ${err.message}\n(see \`${help}\`)`, status: ExitStatus.usage };
+  }
+  if (err instanceof ConfigError) return { text: err.message, status: ExitStatus.usage };
+  if (err instanceof SignerError) return { text: `refused${err.status ? ` (${err.status} ${err.code ?? ''})` : ''}: ${err.message}`, status: ExitStatus.failed };
+  if (err instanceof CommandFailure) return { text: err.message, status: err.status };
+  return { text: err instanceof Error ? err.message : String(err), status: ExitStatus.failed };
+}
 
-run(process.argv.slice(2)).then(
+const argv = process.argv.slice(2);
+const io: CliIo = { stdin: process.stdin, stdout: process.stdout, stderr: process.stderr, env: process.env };
+run(argv, io).then(
   (text) => process.stdout.write(text),
   (err: unknown) => {
-    if (err instanceof UsageError) process.stderr.write(`${err.message}\n${USAGE}\n`);
-    else if (err instanceof ConfigError) process.stderr.write(`${err.message}\n`);
-    else if (err instanceof SignerError) process.stderr.write(`refused${err.status ? ` (${err.status} ${err.code ?? ''})` : ''}: ${err.message}\n`);
-    else process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n`);
-    process.exitCode = 1;
+    const { text, status } = failure(err, argv[0]);
+    process.stderr.write(`${text}\n`);
+    process.exitCode = status;
   },
 );

@@ -4,6 +4,7 @@ import { systemClock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/stores.js';
+import { listOutput } from './list-output.js';
 
 async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
   const store = await openStore(config);
@@ -27,7 +28,7 @@ export const apiKeyCommand = (config: Config, action: string, arg: string | unde
         if (!(await apiKeys.revoke(arg, systemClock.now()))) throw new Error(`no active API key ${arg}`);
         return `${arg}\trevoked\n`;
       case 'list':
-        return (await apiKeys.list()).map((k) => `${k.id}\t${k.revokedAt === null ? 'active' : 'revoked'}\t${k.note ?? ''}\n`).join('');
+        return listOutput(['ID', 'STATE', 'NOTE'], (await apiKeys.list()).map((k) => [k.id, k.revokedAt === null ? 'active' : 'revoked', k.note ?? '']));
       default:
         throw new Error(`unknown apikey action "${action}"`);
     }
@@ -36,7 +37,7 @@ export const apiKeyCommand = (config: Config, action: string, arg: string | unde
 /** `tabwire account list | disable <user> | enable <user> | delete <user>`. */
 export const accountCommand = (config: Config, action: string, userName: string | undefined) =>
   withStore(config, async ({ accounts }) => {
-    if (action === 'list') return (await accounts.list()).map((a) => `${a.userName}\t${a.state}\t${a.email ?? ''}\n`).join('');
+    if (action === 'list') return listOutput(['USER', 'STATE', 'EMAIL'], (await accounts.list()).map((a) => [a.userName, a.state, a.email ?? '']));
     if (!userName) throw new Error(`account ${action} needs a user name`);
     const account = await accounts.byUserName(userName);
     if (!account) throw new Error(`no account ${userName}`);

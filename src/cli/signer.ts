@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { signEd25519 } from '../identity/keys.js';
 import { buildChallenge, signedMessage, type Decision } from '../quicklogin/challenge.js';
 import type { SignInfo } from '../quicklogin/quicklogin.js';
+import { printable } from './printable.js';
 
 /** The reference signer's protocol side (docs/signing.md), usable in-process by tests. */
 
@@ -16,7 +17,8 @@ export class SignerError extends Error {
   }
 }
 
-async function problemOrJson(response: Response): Promise<unknown> {
+/** The JSON body of a successful answer; a problem+json refusal becomes a SignerError with its status and code. */
+export async function problemOrJson(response: Response): Promise<unknown> {
   const body: unknown = await response.json().catch(() => undefined);
   if (!response.ok) {
     const problem = (body ?? {}) as { detail?: string; code?: string };
@@ -59,9 +61,6 @@ export async function postDecision(
   });
   return (await problemOrJson(response)) as { state: string };
 }
-
-// Text from the wire goes to a terminal: strip control characters so it cannot move the cursor or recolour.
-const printable = (text: string): string => text.replace(/[\u0000-\u001f\u007f-\u009f]/g, '\uFFFD');
 
 /** One line a person reads before deciding. */
 export function describeRequest(info: SignInfo): string {

@@ -102,7 +102,7 @@ describe('the service process and the tabwire CLI', () => {
     expect(await cli('account', 'list')).toContain('operator-made\tactive');
     await cli('account', 'disable', 'operator-made');
     expect(((await (await infoWith(after)).json()) as { code: string }).code).toBe('account_disabled');
-    const keyId = (await cli('apikey', 'list')).split('\t')[0]!;
+    const keyId = (await cli('apikey', 'list')).split('\n')[1]!.split('\t')[0]!; // below the header
     await cli('apikey', 'revoke', keyId);
     const refused = await fetch(`${baseUrl}/Agent/Account/Create`, {
       method: 'POST',
