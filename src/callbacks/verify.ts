@@ -51,3 +51,6 @@ export function verifyCallback(headers: HeaderBag, rawBody: string | Buffer, pub
   if (!valid) throw new CallbackVerificationError('no valid v1a signature');
   return JSON.parse(body) as unknown;
 }
+
+// A site that receives a result from its page (browser-only mode) checks it with the service's published result keys.
+export { verifyResultSignature, ResultVerificationError, type ResultKeyJwk } from '../quicklogin/verify-result.js';

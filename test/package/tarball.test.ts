@@ -217,7 +217,7 @@ export const deep = import('tabwire/dist/app.js');
     writeFileSync(
       path.join(scratch, 'run.mjs'),
       `import { readFileSync } from 'node:fs';
-import { CallbackVerificationError, verifyCallback } from 'tabwire/backend';
+import { CallbackVerificationError, ResultVerificationError, verifyCallback, verifyResultSignature } from 'tabwire/backend';
 import * as client from 'tabwire/client';
 
 const sample = JSON.parse(readFileSync('sample.json', 'utf8'));
@@ -240,6 +240,7 @@ try {
 console.log(JSON.stringify({
   verified: verifyCallback(sample.headers, sample.body, sample.publicKey, { now }),
   tampered: refusal(sample.body.replace('Ada', 'Eve')),
+  unsignedResult: (() => { try { verifyResultSignature({ Id: 'x' }, []); return 'accepted'; } catch (err) { return err instanceof ResultVerificationError ? err.message : 'other'; } })(),
   client: { createEventClient: typeof client.createEventClient, startQuickLogin: typeof client.startQuickLogin, SignatureReceived: client.EventTypes.SignatureReceived },
   eventsJs: import.meta.resolve('tabwire/Events.js').endsWith('/node_modules/tabwire/dist/public/Events.js'),
   deep,
@@ -250,6 +251,7 @@ console.log(JSON.stringify({
     expect(out).toEqual({
       verified: JSON.parse(body),
       tampered: 'no valid v1a signature',
+      unsignedResult: 'the result has no ServerSignature',
       client: { createEventClient: 'function', startQuickLogin: 'function', SignatureReceived: 'SignatureReceived' },
       eventsJs: true,
       deep: 'ERR_PACKAGE_PATH_NOT_EXPORTED',
