@@ -9,7 +9,7 @@ import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
 import { EVENTS_SUBPROTOCOL, TAB_ID_PATTERN } from '../protocol/frames.js';
 import type { TabStore } from '../store/stores.js';
-import { documentAs, json, problems } from './openapi-schemas.js';
+import { documentAs, json, noBody, problems } from './openapi-schemas.js';
 import { checkOrigin, checkOriginHeader } from './origin.js';
 import { sendProblem } from './problem.js';
 import { ensureSession, hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, validSessionId, type CookiePolicy } from './session.js';
@@ -60,7 +60,7 @@ const websocketSchema = {
     'With `Upgrade: websocket` and `Sec-WebSocket-Protocol: ls` (RFC 6455) the answer is `101` and the socket carries ' +
     'the frames of `x-tabwire-channel` (docs/events.md); without an upgrade, `426 websocket_required`.',
   response: {
-    101: { description: 'Switching Protocols; sets the session cookie `tabwire_sid` when the request had none' },
+    101: noBody('Switching Protocols; sets the session cookie `tabwire_sid` when the request had none'),
     ...problems('websocket_required', 'websocket_version_unsupported', 'subprotocol_required', 'websocket_handshake_invalid', 'origin_not_allowed'),
   },
 };

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { packageRoot } from '../package-root.js';
-import { media, problems } from './openapi-schemas.js';
+import { media, noBody, problems } from './openapi-schemas.js';
 import { handOutSession, type CookiePolicy } from './session.js';
 
 export interface EventsScriptRoutesOptions {
@@ -58,7 +58,7 @@ export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRo
     summary: 'The browser event script (docs/events-js.md); sets the session cookie',
     response: {
       200: media('text/javascript', 'The script, with a strong ETag'),
-      304: { description: 'Not Modified (If-None-Match matched the ETag, RFC 9110 §15.4.5)' },
+      304: noBody('Not Modified (If-None-Match matched the ETag, RFC 9110 §15.4.5)'),
       ...problems(),
     },
   };

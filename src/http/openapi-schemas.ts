@@ -82,6 +82,9 @@ export function problems(...codes: ReadonlyArray<ErrorCode | readonly ErrorCode[
 /** A JSON answer. */
 export const json = (schema: TSchema, description: string) => ({ description, content: { 'application/json': { schema } } });
 
+/** An answer without a body (`type: 'null'` is how the generator leaves out `content`). */
+export const noBody = (description: string) => ({ type: 'null', description });
+
 /** An answer that is not JSON (a page, a script, an image, text). */
 export const media = (type: string, description: string, schema: TSchema = Type.String()) => ({ description, content: { [type]: { schema } } });
 
