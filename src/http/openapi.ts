@@ -24,6 +24,17 @@ export interface OpenApiOptions {
 }
 
 /**
+ * What the route plugins' schemas need of the instance they run in: the shared schemas they reference
+ * (`Problem`, the channel's frames) and the JSON.stringify serializer (see registerOpenApi).
+ */
+export function registerSharedSchemas(app: FastifyInstance): void {
+  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
+  for (const schema of [ProblemSchema, ...Object.entries(CHANNEL_SCHEMAS).map(([name, s]) => ({ ...s, $id: name, title: name }))]) {
+    app.addSchema(schema);
+  }
+}
+
+/**
  * OpenAPI 3.1 generated from the route schemas (docs/openapi.md): `GET /openapi.json` and the rendered
  * reference at `/docs`. Must run on the root instance before any route is declared (the generator
  * collects routes as they are added). Also makes response schemas documentation only: answers are
@@ -31,10 +42,7 @@ export interface OpenApiOptions {
  * route cannot drop or coerce what it answers, and the OpenAPI test sees exactly what a client gets.
  */
 export async function registerOpenApi(app: FastifyInstance, o: OpenApiOptions): Promise<void> {
-  app.setSerializerCompiler(() => (data) => JSON.stringify(data));
-  for (const schema of [ProblemSchema, ...Object.entries(CHANNEL_SCHEMAS).map(([name, s]) => ({ ...s, $id: name, title: name }))]) {
-    app.addSchema(schema);
-  }
+  registerSharedSchemas(app);
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
@@ -68,6 +76,7 @@ export async function registerOpenApi(app: FastifyInstance, o: OpenApiOptions): 
   await app.register(swaggerUi, {
     routePrefix: '/docs',
     staticCSP: DOCS_CSP,
-    uiConfig: { deepLinking: true, defaultModelsExpandDepth: 0 },
+    // BaseLayout: the reference without Swagger UI's top bar, whose inline SVG logo carries a <style> element the CSP refuses.
+    uiConfig: { layout: 'BaseLayout', deepLinking: true, defaultModelsExpandDepth: 0 },
   });
 }
