@@ -11,6 +11,10 @@ import { PROBLEM_CONTENT_TYPE } from './problem.js';
 
 const ERROR_CODES = Object.keys(errorCatalogue) as ErrorCode[];
 
+/** A string enum (documentation only, so one `enum` rather than TypeBox's union of literals). */
+const codeEnum = (codes: readonly ErrorCode[], description?: string) =>
+  Type.Unsafe<ErrorCode>({ type: 'string', enum: [...codes], ...(description === undefined ? {} : { description }) });
+
 /** RFC 9457 problem details with the catalogue's stable `code` (docs/errors.md); `$id` makes it a component. */
 export const ProblemSchema = Type.Object(
   {
@@ -18,7 +22,7 @@ export const ProblemSchema = Type.Object(
     title: Type.String({ description: 'Fixed per code' }),
     status: Type.Integer({ minimum: 400, maximum: 599 }),
     detail: Type.String({ description: 'What went wrong this time' }),
-    code: Type.Union(ERROR_CODES.map((c) => Type.Literal(c)), { description: 'Stable error code (docs/errors.md)' }),
+    code: codeEnum(ERROR_CODES, 'Stable error code (docs/errors.md)'),
     instance: Type.Optional(Type.String({ description: 'The request path' })),
     errors: Type.Optional(
       Type.Array(Type.Object({ pointer: Type.String({ description: 'JSON Pointer into the input' }), detail: Type.String() }), {
@@ -70,7 +74,7 @@ export function problems(...codes: ReadonlyArray<ErrorCode | readonly ErrorCode[
           description: listed.map((c) => `\`${c}\``).join(', '),
           content: {
             [PROBLEM_CONTENT_TYPE]: {
-              schema: Type.Intersect([Type.Ref(ProblemSchema.$id!), Type.Object({ code: Type.Union(listed.map((c) => Type.Literal(c))) })]),
+              schema: Type.Intersect([Type.Ref(ProblemSchema.$id!), Type.Object({ code: codeEnum(listed) })]),
             },
           },
         },
