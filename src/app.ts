@@ -15,6 +15,7 @@ import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
 import { registerHttpMetrics } from './http/http-metrics.js';
+import { registerOpenApi } from './http/openapi.js';
 import { pagesRoutes } from './http/pages-routes.js';
 import { answerNodeRefusals, clientErrorHandler } from './http/client-error.js';
 import { preflightGuard } from './http/cors-preflight.js';
@@ -125,6 +126,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   });
   app.decorate('websocketServer', upgrade.server);
   app.addHook('preClose', async () => upgrade.close());
+  // Before the routes: the OpenAPI generator collects them as they are declared (docs/openapi.md).
+  await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl });
   const guard = bearerGuard(tokens, store.accounts);
   await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp, redis: services.redis });
   await app.register(eventsRoutes, {

@@ -1,12 +1,14 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import { ATTACHMENT_TYPES, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_PROPERTIES, type IdentityApplication } from '../identity/application.js';
+import { ATTACHMENT_TYPES, MAX_ATTACHMENT_BYTES, MAX_ATTACHMENTS, MAX_PROPERTIES } from '../identity/application.js';
 import { applyForIdentity, type ApplyOptions } from '../identity/apply.js';
 import { identityView } from '../identity/view.js';
 import type { IdentityQuota } from '../identity/quota.js';
 import { TabwireError } from '../errors.js';
 import type { IdentityCursor } from '../store/stores.js';
 import { PROPERTY_NAME } from '../identity/create.js';
+import { BEARER, JSON_BODY, json, problems } from './openapi-schemas.js';
 import { anyText, humanText } from './schema-text.js';
 
 export interface AgentLegalRoutesOptions {
@@ -65,14 +67,46 @@ const ApplySchema = Type.Object({
   signature: Type.String({ pattern: '^[A-Za-z0-9+/]{86}==$' }),
 });
 
+/** An identity as the Agent API shows it (identity/view.ts; times in Unix seconds). */
+const IdentityView = Type.Object({
+  Id: Type.String(),
+  Provider: Type.String(),
+  State: Type.String({ description: 'Created, Approved, Rejected, Obsoleted or Compromised' }),
+  Created: Type.Integer(),
+  Updated: Type.Integer(),
+  From: Type.Integer(),
+  To: Type.Integer(),
+  Properties: Type.Record(Type.String(), Type.String()),
+  Attachments: Type.Array(
+    Type.Object({ Id: Type.String(), ContentType: Type.String(), FileName: Type.String(), Signature: Type.String(), Timestamp: Type.Integer() }),
+  ),
+  ClientKeyName: Type.String(),
+  ClientPubKey: Type.String(),
+});
+const bearer = [{ bearer: [] }];
+
 /** Identities through the Agent API (docs/signing.md): apply with proof of key possession, read one's own. */
-export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutesOptions): Promise<void> {
+export async function agentLegalRoutes(fastify: FastifyInstance, o: AgentLegalRoutesOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
   app.post(
     '/Agent/Legal/ApplyId',
     // Attachments make this the one large body; everything else keeps the small global limit.
-    { preHandler: o.guard, bodyLimit: MAX_ATTACHMENTS * MAX_BASE64 + 64 * 1024, schema: { body: ApplySchema } },
+    {
+      preHandler: o.guard,
+      bodyLimit: MAX_ATTACHMENTS * MAX_BASE64 + 64 * 1024,
+      schema: {
+        tags: ['Agent'],
+        summary: 'Apply for an identity, signed with its key (docs/signing.md "Identities")',
+        security: bearer,
+        body: ApplySchema,
+        response: {
+          201: json(Type.Object({ identity: IdentityView }), 'The identity, in state Created'),
+          ...problems(JSON_BODY, BEARER, 'signature_invalid', 'identity_limit_reached'),
+        },
+      },
+    },
     async (request, reply) => {
-      const { signature, ...application } = request.body as IdentityApplication & { signature: string };
+      const { signature, ...application } = request.body;
       const account = { id: request.agent!.accountId, userName: request.agent!.userName };
       const identity = await o.quota.within(account.id, () => applyForIdentity(o.apply, account, application, signature));
       return reply.code(201).send({ identity: identityView(identity) });
@@ -81,9 +115,18 @@ export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutes
 
   app.get(
     '/Agent/Legal/GetIdentity',
-    { preHandler: o.guard, schema: { querystring: Type.Object({ id: anyText({ minLength: 1, maxLength: 255 }) }) } },
+    {
+      preHandler: o.guard,
+      schema: {
+        tags: ['Agent'],
+        summary: 'One of the account\'s identities',
+        security: bearer,
+        querystring: Type.Object({ id: anyText({ minLength: 1, maxLength: 255 }) }),
+        response: { 200: json(Type.Object({ identity: IdentityView }), 'The identity'), ...problems('validation_failed', BEARER, 'identity_not_found') },
+      },
+    },
     async (request) => {
-      const { id } = request.query as { id: string };
+      const { id } = request.query;
       const identity = await o.apply.store.identities.get(id);
       // Another account's identity is reported exactly like a missing one.
       if (!identity || identity.accountId !== request.agent!.accountId) throw new TabwireError('identity_not_found');
@@ -96,8 +139,18 @@ export async function agentLegalRoutes(app: FastifyInstance, o: AgentLegalRoutes
    * (default and at most identityPageSize), `after` = the `next` of the previous page. Without
    * either, the first page: older clients that expect every identity get the first pageSize.
    */
-  app.get('/Agent/Legal/ListIdentities', { preHandler: o.guard, schema: { querystring: ListQuery } }, async (request) => {
-    const query = request.query as { limit?: string; after?: string };
+  const listSchema = {
+    tags: ['Agent'],
+    summary: 'A page of the account\'s identities, oldest first',
+    security: bearer,
+    querystring: ListQuery,
+    response: {
+      200: json(Type.Object({ identities: Type.Array(IdentityView), next: Type.Optional(Type.String({ description: 'The `after` of the next page' })) }), 'A page'),
+      ...problems('validation_failed', BEARER),
+    },
+  };
+  app.get('/Agent/Legal/ListIdentities', { preHandler: o.guard, schema: listSchema }, async (request) => {
+    const { query } = request;
     const limit = Math.min(query.limit === undefined ? o.pageSize : Number(query.limit), o.pageSize);
     const after = query.after === undefined ? undefined : decodeCursor(query.after);
     // One more than asked tells whether another page follows, without a count.

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { holdPoll } from '../channel/long-poll.js';
@@ -8,6 +9,7 @@ import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
 import { EVENTS_SUBPROTOCOL, TAB_ID_PATTERN } from '../protocol/frames.js';
 import type { TabStore } from '../store/stores.js';
+import { documentAs, json, noBody, problems } from './openapi-schemas.js';
 import { checkOrigin, checkOriginHeader } from './origin.js';
 import { sendProblem } from './problem.js';
 import { ensureSession, hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, validSessionId, type CookiePolicy } from './session.js';
@@ -48,10 +50,51 @@ export function decideUpgrade(app: FastifyInstance, o: { allowedOrigins: readonl
   };
 }
 
+const eventFrames = Type.Array(Type.Ref('EventFrame'));
+
+// The upgrade itself is answered outside Fastify (channel/websocket-upgrade.ts); this documents it too.
+const websocketSchema = {
+  tags: ['Events'],
+  summary: 'The event channel over WebSocket (subprotocol ls)',
+  description:
+    'With `Upgrade: websocket` and `Sec-WebSocket-Protocol: ls` (RFC 6455) the answer is `101` and the socket carries ' +
+    'the frames of `x-tabwire-channel` (docs/events.md); without an upgrade, `426 websocket_required`.',
+  response: {
+    101: noBody('Switching Protocols; sets the session cookie `tabwire_sid` when the request had none'),
+    ...problems('websocket_required', 'websocket_version_unsupported', 'subprotocol_required', 'websocket_handshake_invalid', 'origin_not_allowed'),
+  },
+};
+
+const tabIdHeader = { type: 'string', pattern: TAB_ID_PATTERN.source, description: 'The tab (8..64 of A-Z a-z 0-9 _ -)' };
+const longPollSchema = {
+  tags: ['Events'],
+  summary: 'The event channel over long-poll',
+  description: 'The first poll of a tab registers it, like a WebSocket Register (docs/events.md "Long-poll").',
+  consumes: ['text/plain'],
+  // Any body: the page location as text/plain (ignored when it is not text).
+  body: Type.Unknown({ description: 'The page location' }),
+  response: {
+    200: json(eventFrames, 'Events for the tab; `[{"type":"NOP"}]` when none came within the hold time; `[]` when the poll was superseded'),
+    ...problems('tab_id_missing', 'validation_failed', 'origin_not_allowed', 'tab_session_mismatch', 'tab_not_registered', 'tab_limit_reached', 'body_too_large', 'unsupported_media_type'),
+  },
+};
+// X-TabID is checked by the handler (so a missing one is `tab_id_missing`), documented here.
+const longPollDocumented = documentAs({
+  body: Type.String({ description: 'The page location (its first 4096 characters are kept)' }),
+  headers: {
+    type: 'object',
+    required: ['x-tabid'],
+    properties: {
+      'x-tabid': tabIdHeader,
+      'x-last-event-id': { type: 'string', pattern: '^[0-9]+$', description: 'Additive: the last event id the client saw (resumes the tab)' },
+    },
+  },
+});
+
 /** The client event channel over plain HTTP: long-poll `/ClientEvents`, and a 426 for a GET of the WebSocket URL. */
 export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions): Promise<void> {
   const { registry, hub } = o;
-  app.get('/ClientEventsWS', async () => {
+  app.get('/ClientEventsWS', { schema: websocketSchema }, async () => {
     throw new TabwireError('websocket_required');
   });
 
@@ -61,7 +104,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
    * X-Last-Event-ID resumes a tab: if the service no longer knows it, 404 tells the client that
    * buffered events may be gone.
    */
-  app.post('/ClientEvents', async (request, reply) => {
+  app.post('/ClientEvents', { schema: longPollSchema, config: longPollDocumented }, async (request, reply) => {
     checkOrigin(request, o.allowedOrigins);
     const tabId = header(request, 'x-tabid');
     if (tabId === undefined || !TAB_ID_PATTERN.test(tabId)) {

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { packageRoot } from '../package-root.js';
+import { media, noBody, problems } from './openapi-schemas.js';
 import { handOutSession, type CookiePolicy } from './session.js';
 
 export interface EventsScriptRoutesOptions {
@@ -52,7 +53,16 @@ export async function eventsScriptRoutes(app: FastifyInstance, o: EventsScriptRo
       .header('x-content-type-options', 'nosniff')
       .header('cross-origin-resource-policy', 'cross-origin');
 
-  app.get('/Events.js', async (request, reply) => {
+  const schema = {
+    tags: ['Events'],
+    summary: 'The browser event script (docs/events-js.md); sets the session cookie',
+    response: {
+      200: media('text/javascript', 'The script, with a strong ETag'),
+      304: noBody('Not Modified (If-None-Match matched the ETag, RFC 9110 §15.4.5)'),
+      ...problems(),
+    },
+  };
+  app.get('/Events.js', { schema }, async (request, reply) => {
     // A page loading the script gets its session now, before its event channel is up: its first QR
     // request carries it. A response that sets a cookie must never be stored by a shared cache.
     if (handOutSession(request, reply, o.cookies)) reply.header('cache-control', PRIVATE_CACHE_CONTROL);

@@ -1,7 +1,9 @@
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
 import type { Metrics } from '../metrics.js';
+import { json, media, problems } from './openapi-schemas.js';
 
 export interface HealthRoutesOptions {
   hub: Hub;
@@ -11,14 +13,41 @@ export interface HealthRoutesOptions {
   redis: { readonly ready: boolean } | undefined;
 }
 
+const healthzSchema = {
+  tags: ['Operations'],
+  summary: 'Liveness: the process answers',
+  response: { 200: json(Type.Object({ status: Type.Literal('ok') }), 'Alive'), ...problems() },
+};
+const readyzSchema = {
+  tags: ['Operations'],
+  summary: 'Readiness: whether a load balancer should send requests here',
+  response: {
+    200: json(
+      Type.Object({
+        status: Type.Literal('ready'),
+        hub: Type.Object({ tabs: Type.Integer({ description: 'Tabs held by this node' }), connected: Type.Integer({ description: 'Of which connected now' }) }),
+        xmpp: Type.Union(['off', 'online', 'offline', 'connecting', 'standby'].map((s) => Type.Literal(s))),
+        redis: Type.Union([Type.Literal('off'), Type.Literal('up')]),
+      }),
+      'Ready',
+    ),
+    ...problems('shared_state_unavailable'),
+  },
+};
+const metricsSchema = {
+  tags: ['Operations'],
+  summary: 'Prometheus metrics (text exposition format)',
+  response: { 200: media('text/plain', 'The metrics'), ...problems() },
+};
+
 /**
  * Liveness, readiness and Prometheus metrics for operators (docs/metrics.md "Health endpoints": what
  * each checks, what a load balancer and Kubernetes probes should use). `/readyz` answers 503 while a
  * node of a cluster cannot reach its Redis, so a load balancer sends new requests to nodes that can.
  */
 export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions): Promise<void> {
-  app.get('/healthz', async () => ({ status: 'ok' }));
-  app.get('/readyz', async () => {
+  app.get('/healthz', { schema: healthzSchema }, async () => ({ status: 'ok' }));
+  app.get('/readyz', { schema: readyzSchema }, async () => {
     if (o.redis && !o.redis.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach Redis', { retryAfter: 1 });
     return {
       status: 'ready',
@@ -28,5 +57,5 @@ export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions)
       redis: o.redis === undefined ? 'off' : 'up',
     };
   });
-  app.get('/metrics', async (_request, reply) => reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()));
+  app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()));
 }

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { packageRoot } from '../package-root.js';
+import { media, problems } from './openapi-schemas.js';
 import { handOutSession, type CookiePolicy } from './session.js';
 
 /** Pages are static; everything dynamic comes from the JSON API and is rendered with textContent. */
@@ -37,13 +38,15 @@ export function sendPage(reply: FastifyReply, html: Buffer): FastifyReply {
  */
 export async function pagesRoutes(app: FastifyInstance, o: { cookies: CookiePolicy }): Promise<void> {
   const index = readPage('index.html');
-  app.get('/', async (request, reply) => {
+  const pageSchema = { tags: ['Pages'], summary: 'The demo page (sets the session cookie)', response: { 200: media('text/html', 'The page'), ...problems() } };
+  app.get('/', { schema: pageSchema }, async (request, reply) => {
     handOutSession(request, reply, o.cookies);
     return sendPage(reply, index);
   });
   for (const [path, asset] of Object.entries(ASSETS)) {
     const content = readPage(asset.file);
-    app.get(path, async (_request, reply) =>
+    const assetSchema = { tags: ['Pages'], summary: `An asset of the pages (${asset.file})`, response: { 200: media(asset.type.split(';')[0]!, 'The file'), ...problems() } };
+    app.get(path, { schema: assetSchema }, async (_request, reply) =>
       reply.type(asset.type).header('x-content-type-options', 'nosniff').header('cache-control', 'no-cache').send(content),
     );
   }

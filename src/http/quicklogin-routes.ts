@@ -1,7 +1,7 @@
-import { Type } from '@sinclair/typebox';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
-import { QR_MODES, type QuickLogin } from '../quicklogin/quicklogin.js';
+import type { QuickLogin } from '../quicklogin/quicklogin.js';
 import { resolvePalette } from '../quicklogin/qr-colours.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { BackendRegistrations } from '../callbacks/registrations.js';
@@ -10,7 +10,21 @@ import { DEV_PROPERTIES, type DevIdentity } from '../identity/dev-identity.js';
 import { readPage, sendPage } from './pages-routes.js';
 import { checkOrigin } from './origin.js';
 import { hashSession, sessionIdOf } from './session.js';
-import { anyText, humanText } from './schema-text.js';
+import { documentAs } from './openapi-schemas.js';
+import {
+  attachmentSchema,
+  devApprovalSchema,
+  devIdentitySchema,
+  qrImageSchema,
+  QrRequestBody,
+  quickLoginBodyDocumented,
+  quickLoginSchema,
+  RegistrationBody,
+  resultKeysSchema,
+  signInfoSchema,
+  signSchema,
+  webhookKeySchema,
+} from './quicklogin-schemas.js';
 import { compileValidator } from './validate.js';
 import type { RequestLimits } from './request-limits.js';
 
@@ -35,30 +49,8 @@ function prefersHtml(accept: string | undefined): boolean {
   return html !== -1 && (json === -1 || html < json);
 }
 
-// docs/signing.md: the first four fields are required (serviceId and tab may be empty).
-const validateQrRequest = compileValidator(
-  Type.Object({
-    mode: Type.Union(QR_MODES.map((m) => Type.Literal(m))),
-    // Shown to the person who signs (docs/signing.md): one line of text.
-    purpose: humanText({ minLength: 1, maxLength: 1024 }),
-    serviceId: anyText({ maxLength: 128 }),
-    tab: Type.String({ maxLength: 64, pattern: '^([A-Za-z0-9_-]{8,64})?$' }),
-    agentApiTimeout: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
-    propertyFilter: Type.Optional(anyText({ maxLength: 1024 })),
-    attachmentFilter: Type.Optional(anyText({ maxLength: 1024 })),
-  }),
-);
-
-// docs/backend.md.
-const validateRegistration = compileValidator(
-  Type.Object({
-    service: anyText({ minLength: 1, maxLength: 2048 }),
-    sessionId: anyText({ minLength: 1, maxLength: 256 }),
-    serviceId: Type.Optional(anyText({ minLength: 1, maxLength: 128 })),
-    // Additive: a Standard Webhooks symmetric secret the backend chose; callbacks then carry a `v1` signature too.
-    webhookSecret: Type.Optional(Type.String({ pattern: '^whsec_[A-Za-z0-9+/]{32,256}={0,2}$' })),
-  }),
-);
+const validateQrRequest = compileValidator(QrRequestBody);
+const validateRegistration = compileValidator(RegistrationBody);
 
 const QR_FIELDS = ['mode', 'purpose', 'tab'] as const;
 const REGISTRATION_FIELDS = ['service', 'sessionId'] as const;
@@ -104,12 +96,11 @@ export function qrImageParams(file: string, query: unknown): { code: string; fg:
   };
 }
 
-const codeParam = Type.Object({ code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
-
 /** `POST /QuickLogin`, the QR image, and the signing protocol (docs/signing.md). */
-export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutesOptions): Promise<void> {
-  app.post('/QuickLogin', { schema: { body: Type.Object({}, { additionalProperties: true }) } }, async (request, reply) => {
-    const body = request.body as Record<string, unknown>;
+export async function quickLoginRoutes(fastify: FastifyInstance, o: QuickLoginRoutesOptions): Promise<void> {
+  const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  app.post('/QuickLogin', { schema: quickLoginSchema, config: documentAs(quickLoginBodyDocumented) }, async (request, reply) => {
+    const body: Record<string, unknown> = request.body;
     if (kindOf(body) === 'registration') {
       await o.limits.registration(request);
       // Server-to-server: no session and no Origin needed; the callback URL policy guards it.
@@ -128,9 +119,9 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   app.get(
     '/QuickLogin/Qr/:file',
     // `<code>.png`, optionally followed by `&name=value...` (docs/signing.md "QR images"); only the code is validated.
-    { schema: { params: Type.Object({ file: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}\\.png(?:&[\\s\\S]*)?$' }) }) } },
+    { schema: qrImageSchema },
     async (request, reply) => {
-      const { file } = request.params as { file: string };
+      const { file } = request.params;
       const { code, fg, bg } = qrImageParams(file, request.query);
       const image = await o.quickLogin.qrPng(code, resolvePalette(fg, bg));
       if (!image) throw new TabwireError('not_found', 'No valid login code has this image');
@@ -142,23 +133,17 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   );
 
   const signPage = readPage('sign.html');
-  app.get('/QuickLogin/Sign/:code', { schema: { params: codeParam } }, async (request, reply) => {
+  app.get('/QuickLogin/Sign/:code', { schema: signInfoSchema }, async (request, reply) => {
     // The page itself shows nothing from the request; its script fetches this same URL as JSON.
     if (prefersHtml(request.headers.accept)) return sendPage(reply, signPage);
-    const { code } = request.params as { code: string };
+    const { code } = request.params;
     return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code));
   });
 
   // Which identity the approval page signs with, so the page can name it (404 when development approval is off).
   app.get(
     '/QuickLogin/DevIdentity',
-    {
-      schema: {
-        response: {
-          200: Type.Object({ legalId: Type.String(), properties: Type.Record(Type.String(), Type.String()) }, { additionalProperties: false }),
-        },
-      },
-    },
+    { schema: devIdentitySchema },
     async (_request, reply) => {
       if (!o.devIdentity) throw new TabwireError('not_found', 'Development approval is not enabled on this service');
       return reply.header('cache-control', 'no-store').send({ legalId: o.devIdentity.legalId, properties: { ...DEV_PROPERTIES } });
@@ -168,39 +153,22 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   // Same-device approval with the development identity (config devApproval; loopback deployments only by default).
   app.post(
     '/QuickLogin/Sign/:code/Dev',
-    { schema: { params: codeParam, body: Type.Object({ decision: Type.Union([Type.Literal('approve'), Type.Literal('reject')]) }) } },
+    { schema: devApprovalSchema },
     async (request) => {
       if (!o.devIdentity) throw new TabwireError('not_found', 'Development approval is not enabled on this service');
       checkOrigin(request, o.allowedOrigins);
-      const { code } = request.params as { code: string };
-      return approveWithDevIdentity(o.quickLogin, o.devIdentity, code, (request.body as { decision: 'approve' | 'reject' }).decision);
+      return approveWithDevIdentity(o.quickLogin, o.devIdentity, request.params.code, request.body.decision);
     },
   );
 
-  app.post(
-    '/QuickLogin/Sign/:code',
-    {
-      schema: {
-        params: codeParam,
-        body: Type.Object({
-          legalId: anyText({ minLength: 1, maxLength: 255 }),
-          signature: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9+/]+={0,2}$' }),
-          decision: Type.Union([Type.Literal('approve'), Type.Literal('reject')]),
-        }),
-      },
-    },
-    async (request) => {
-      const { code } = request.params as { code: string };
-      return o.quickLogin.sign(code, request.body as { legalId: string; signature: string; decision: 'approve' | 'reject' });
-    },
-  );
+  app.post('/QuickLogin/Sign/:code', { schema: signSchema }, async (request) => o.quickLogin.sign(request.params.code, request.body));
 
   // Attachments of a fresh result, for the page (session) that asked only (docs/agent-api.md "Attachments").
   app.get(
     '/QuickLogin/Attachment/:code/:id',
-    { schema: { params: Type.Object({ code: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }), id: Type.String({ pattern: '^[A-Za-z0-9-]{1,64}$' }) }) } },
+    { schema: attachmentSchema },
     async (request, reply) => {
-      const { code, id } = request.params as { code: string; id: string };
+      const { code, id } = request.params;
       const sessionId = sessionIdOf(request);
       const attachment = await o.quickLogin.resultAttachment(code, id, sessionId === undefined ? null : hashSession(sessionId), o.attachmentFreshMs);
       return reply
@@ -213,7 +181,7 @@ export async function quickLoginRoutes(app: FastifyInstance, o: QuickLoginRoutes
   );
 
   // The key that verifies ServerSignature in results (docs/signing.md).
-  app.get('/.well-known/tabwire/result-keys', async () => ({ keys: await o.signer.ringJwks() }));
+  app.get('/.well-known/tabwire/result-keys', { schema: resultKeysSchema }, async () => ({ keys: await o.signer.ringJwks() }));
   // The key that verifies backend callbacks (Standard Webhooks v1a; docs/backend.md). The same Ed25519 key.
-  app.get('/.well-known/tabwire/webhook-key', async () => ({ key: `whpk_${o.signer.publicKeyBase64}`, jwk: o.signer.publicJwk() }));
+  app.get('/.well-known/tabwire/webhook-key', { schema: webhookKeySchema }, async () => ({ key: `whpk_${o.signer.publicKeyBase64}`, jwk: o.signer.publicJwk() }));
 }

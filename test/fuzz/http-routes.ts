@@ -32,6 +32,16 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
   { name: 'GET /readyz', method: 'GET', path: pathVariants('/readyz') },
   { name: 'GET /metrics', method: 'GET', path: pathVariants('/metrics') },
   { name: 'GET /', method: 'GET', path: (_ctx, damaged) => (damaged ? fc.constantFrom('//', '/index.html', '/demo.js/', '/%2e/demo.js') : fc.constantFrom('/', '/demo.js', '/sign.js', '/style.css', '/favicon.png', '/favicon.ico')) },
+  // The OpenAPI document and its rendered reference, served by @fastify/swagger-ui (docs/openapi.md).
+  { name: 'GET /openapi.json', method: 'GET', path: pathVariants('/openapi.json') },
+  {
+    name: 'GET /docs',
+    method: 'GET',
+    path: (_ctx, damaged) =>
+      damaged
+        ? fc.constantFrom('/docs/static/..%2f..%2fpackage.json', '/docs/static/%2e%2e/%2e%2e/package.json', '/docs/static/nope.js', '/docs//', '/docs/static/', '/docs/static/index.html/')
+        : fc.constantFrom('/docs', '/docs/', '/docs/static/swagger-ui.css', '/docs/static/swagger-initializer.js', '/docs/json'),
+  },
   {
     name: 'GET /Events.js',
     method: 'GET',
@@ -255,7 +265,7 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
 
 /** Paths a preflight or a WebSocket handshake may aim at: every route's, and some that are none. */
 export const ROUTE_PATHS = [
-  '/healthz', '/readyz', '/metrics', '/', '/Events.js', '/.well-known/jwks.json', '/ClientEventsWS', '/ClientEvents', '/QuickLogin',
+  '/healthz', '/readyz', '/metrics', '/', '/Events.js', '/openapi.json', '/docs/', '/.well-known/jwks.json', '/ClientEventsWS', '/ClientEvents', '/QuickLogin',
   '/QuickLogin/Qr/AAAA.png', '/QuickLogin/Sign/AAAA', '/QuickLogin/Sign/AAAA/Dev', '/QuickLogin/Attachment/AAAA/1', '/Agent/Account/Create',
   '/Agent/Account/Login', '/Agent/Account/Refresh', '/Agent/Account/Info', '/Agent/Legal/ApplyId', '/Agent/Legal/GetIdentity?id=x',
   '/Agent/Legal/ListIdentities', '/Agent/Xmpp/RegisterEventHandler', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/SendTextMessage',

@@ -6,6 +6,7 @@ import cookie from '@fastify/cookie';
 import Fastify from 'fastify';
 import { afterAll, describe, expect, it } from 'vitest';
 import { eventsScriptRoutes, ifNoneMatchHits } from '../../src/http/events-script-routes.js';
+import { registerSharedSchemas } from '../../src/http/openapi.js';
 import { packageRoot } from '../../src/package-root.js';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'tabwire-events-js-'));
@@ -22,6 +23,8 @@ const SESSION = { cookie: `tabwire_sid=${'s'.repeat(43)}` };
 
 async function app(options: { bundlePath?: string } = { bundlePath }) {
   const a = Fastify();
+  // As in buildApp: the route schemas reference the shared Problem schema.
+  registerSharedSchemas(a);
   await a.register(cookie);
   await a.register(eventsScriptRoutes, { ...options, cookies });
   return a;

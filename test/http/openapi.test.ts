@@ -1,0 +1,308 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
+import { createApiKey } from '../../src/agent/api-keys.js';
+import { applicationMessage, type IdentityApplication } from '../../src/identity/application.js';
+import { generateEd25519, privateKeyFromPem, signEd25519 } from '../../src/identity/keys.js';
+import type { QuickLoginResult } from '../../src/protocol/events.js';
+import { signedMessage } from '../../src/quicklogin/challenge.js';
+import { OpenApiChecker, operationsOf, registeredRoutes, wire, type WireAnswer } from '../helpers/openapi-check.js';
+import { registered } from '../helpers/http.js';
+import { makeIdentity, startService, type TestService } from '../helpers/service.js';
+import { TestTab } from '../helpers/tab.js';
+
+/**
+ * The OpenAPI document (docs/openapi.md) against the real service: it is OpenAPI 3.1, every route is in it
+ * (or hidden on purpose), and real answers of every documented operation, successes and refusals, match it
+ * (status, media type, body), so the document cannot drift from what the service answers.
+ */
+
+let service: TestService;
+let doc: Record<string, any>;
+let checker: OpenApiChecker;
+let apiKey: string;
+
+/** Routes left out of the document on purpose, and why. */
+const HIDDEN: Record<string, string> = {
+  // The rendered reference itself and its assets (served by @fastify/swagger-ui, which hides them).
+  'GET /docs': 'reference page',
+  'GET /docs/': 'reference page',
+  'GET /docs/static/index.html': 'reference page',
+  'GET /docs/static/swagger-initializer.js': 'reference page',
+  'GET /docs/*': 'reference page assets',
+  'GET /docs/json': 'the document again, for the page',
+  'GET /docs/yaml': 'the document as YAML',
+  // CORS preflights (@fastify/cors): answered for every path, documented in docs/input.md.
+  'OPTIONS *': 'CORS preflight',
+};
+
+/** Requests `path`, checks the answer against the document for `template`, and returns it. */
+async function call(method: string, template: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
+  const headers: Record<string, string> = { ...init.headers };
+  let body: string | undefined;
+  if (init.body !== undefined) {
+    body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
+    headers['content-type'] ??= 'application/json';
+  }
+  const answer = await wire(await fetch(service.baseUrl + path, { method, headers, ...(body === undefined ? {} : { body }) }));
+  checker.check(method, template, answer);
+  return answer as WireAnswer & { body: any; headers: Headers };
+}
+
+const auth = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
+
+async function openTab(): Promise<TestTab> {
+  const tab = await TestTab.open(service.wsUrl);
+  await registered(service, tab.tabId);
+  return tab;
+}
+
+async function account(userName: string): Promise<string> {
+  await call('POST', '/Agent/Account/Create', '/Agent/Account/Create', {
+    body: { userName, password: 'correct horse battery' },
+    headers: { 'x-api-key': apiKey },
+  });
+  return (await call('POST', '/Agent/Account/Login', '/Agent/Account/Login', { body: { userName, password: 'correct horse battery', seconds: 600 } })).body.jwt;
+}
+
+/** A QR code in text mode for the tab; returns the code. */
+async function codeFor(tab: TestTab): Promise<string> {
+  const qr = await call('POST', '/QuickLogin', '/QuickLogin', { body: { mode: 'text', purpose: 'OpenAPI', serviceId: '', tab: tab.tabId }, headers: { cookie: tab.cookie } });
+  expect(qr.status).toBe(200);
+  return new URL(qr.body.signUrl as string).pathname.split('/').at(-1)!;
+}
+
+beforeAll(async () => {
+  service = await startService({ longPollHoldSeconds: 1, callbackAllowedHosts: ['127.0.0.1'] });
+  apiKey = (await createApiKey(service.store.apiKeys, service.clock, null)).key;
+  const answer = await wire(await fetch(`${service.baseUrl}/openapi.json`));
+  doc = answer.body as Record<string, any>;
+  checker = new OpenApiChecker(doc);
+  checker.check('GET', '/openapi.json', answer);
+});
+afterAll(async () => service?.close());
+
+describe('the OpenAPI document', () => {
+  it('is OpenAPI 3.1: info, paths, and every operation has responses, each with a description', () => {
+    expect(doc.openapi).toMatch(/^3\.1\.\d+$/);
+    expect(doc.info).toMatchObject({ title: 'tabwire', version: expect.any(String) });
+    expect(doc.servers).toEqual([{ url: service.publicBaseUrl }]);
+    const operations = operationsOf(doc);
+    expect(operations.length).toBeGreaterThan(25);
+    for (const op of operations) {
+      const [method, path] = op.split(' ') as [string, string];
+      const operation = doc.paths[path][method.toLowerCase()];
+      const statuses = Object.keys(operation.responses);
+      expect(statuses.length, op).toBeGreaterThan(0);
+      for (const status of statuses) {
+        expect(status, op).toMatch(/^([1-5]\d\d|[1-5]XX|default)$/);
+        expect(operation.responses[status].description, `${op} ${status}`).toEqual(expect.any(String));
+      }
+      // OpenAPI 3.1 §4.8.12: every path template parameter is declared, in: path, required.
+      for (const name of path.match(/\{(\w+)\}/g) ?? []) {
+        const parameter = (operation.parameters ?? []).find((p: { name: string; in: string }) => `{${p.name}}` === name && p.in === 'path');
+        expect(parameter, `${op} ${name}`).toMatchObject({ required: true });
+      }
+    }
+  });
+
+  it('every schema in it is valid JSON Schema 2020-12 (the dialect of OpenAPI 3.1), references included', () => {
+    expect(checker.compileAll()).toBeGreaterThan(50);
+  });
+
+  it('describes the event channel: WebSocket, long-poll, and each event\'s data', () => {
+    const channel = doc['x-tabwire-channel'];
+    expect(channel.websocket).toMatchObject({ path: '/ClientEventsWS', subprotocol: 'ls' });
+    expect(channel.longPoll.path).toBe('/ClientEvents');
+    expect(Object.keys(channel.events)).toEqual(expect.arrayContaining(['SignatureReceived', 'SignatureReceivedBE', 'SignatureRejected', 'CheckServerInstance', 'EventsLost', 'NOP']));
+    for (const name of ['EventFrame', 'RegisterFrame', 'PingFrame', 'UnregisterFrame', 'QuickLoginResult', 'Problem']) expect(doc.components.schemas[name], name).toBeDefined();
+    expect(doc.info.description).toContain('/ClientEventsWS');
+  });
+
+  it('lists every route the service serves, except the ones hidden on purpose', () => {
+    const documented = new Set(operationsOf(doc));
+    const routes = registeredRoutes(service.app);
+    expect(routes).toContain('POST /QuickLogin');
+    const missing = routes.filter((r) => !documented.has(r) && !(r in HIDDEN));
+    expect(missing).toEqual([]);
+    // And the hidden ones really are out of it.
+    expect(Object.keys(HIDDEN).filter((r) => documented.has(r))).toEqual([]);
+  });
+
+  it('the reference page is served by the service itself, with its own strict CSP', async () => {
+    const page = await fetch(`${service.baseUrl}/docs/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    expect(html).not.toMatch(/https?:\/\//);
+    const csp = page.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("script-src 'self';");
+    expect(csp).not.toContain('unsafe');
+    for (const asset of ['swagger-ui-bundle.js', 'swagger-initializer.js', 'swagger-ui.css']) {
+      expect((await fetch(`${service.baseUrl}/docs/static/${asset}`)).status, asset).toBe(200);
+    }
+    // The policy is the page's own: the API and the demo keep theirs.
+    expect((await fetch(`${service.baseUrl}/healthz`)).headers.get('content-security-policy')).toBeNull();
+    expect((await fetch(`${service.baseUrl}/`)).headers.get('content-security-policy')).toContain("frame-ancestors 'none'");
+  });
+});
+
+describe('real answers match the document', () => {
+  it('operations, pages and keys', async () => {
+    for (const path of ['/healthz', '/readyz', '/metrics', '/', '/demo.js', '/sign.js', '/style.css', '/favicon.png', '/favicon.ico', '/QuickLogin/DevIdentity', '/.well-known/jwks.json', '/.well-known/tabwire/result-keys', '/.well-known/tabwire/webhook-key']) {
+      expect((await call('GET', path, path)).status, path).toBe(200);
+    }
+    const script = await call('GET', '/Events.js', '/Events.js');
+    expect(script.status).toBe(200);
+    expect((await call('GET', '/Events.js', '/Events.js', { headers: { 'if-none-match': script.headers.get('etag')! } })).status).toBe(304);
+  });
+
+  it('the WebSocket channel: 101 with events that match their schemas, 426 for a plain GET, 400 without the subprotocol', async () => {
+    const socket = new WebSocket(service.wsUrl, 'ls');
+    const upgraded = await new Promise<IncomingMessage>((resolve, reject) => {
+      socket.once('upgrade', resolve);
+      socket.once('error', reject);
+    });
+    checker.check('GET', '/ClientEventsWS', { status: upgraded.statusCode ?? 0, contentType: upgraded.headers['content-type'] ?? '', body: undefined });
+    expect(upgraded.headers['set-cookie']?.[0]).toMatch(/^tabwire_sid=/);
+    socket.close();
+    const tab = await openTab();
+    const greeting = await tab.next('CheckServerInstance');
+    expect(checker.validates('/components/schemas/EventFrame', greeting)).toBeUndefined();
+    expect(checker.validates('/x-tabwire-channel/events/CheckServerInstance', greeting.data)).toBeUndefined();
+    tab.close();
+
+    expect((await call('GET', '/ClientEventsWS', '/ClientEventsWS')).body.code).toBe('websocket_required');
+    const refused = await new Promise<WireAnswer>((resolve, reject) => {
+      const req = httpRequest(`${service.baseUrl}/ClientEventsWS`, {
+        headers: { connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': randomBytes(16).toString('base64') },
+      });
+      req.on('response', (res) => {
+        let text = '';
+        res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, contentType: res.headers['content-type'] ?? '', body: JSON.parse(text) }));
+      });
+      req.on('upgrade', () => reject(new Error('upgraded without the subprotocol')));
+      req.on('error', reject);
+      req.end();
+    });
+    checker.check('GET', '/ClientEventsWS', refused);
+    expect([refused.status, (refused.body as { code: string }).code]).toEqual([400, 'subprotocol_required']);
+  });
+
+  it('the long-poll channel: events, NOP, and a missing X-TabID', async () => {
+    const tabId = randomUUID();
+    const first = await call('POST', '/ClientEvents', '/ClientEvents', { body: 'http://127.0.0.1/page', headers: { 'content-type': 'text/plain', 'x-tabid': tabId } });
+    expect(first.body[0].type).toBe('CheckServerInstance');
+    const cookie = first.headers.get('set-cookie')!.split(';')[0]!;
+    const idle = await call('POST', '/ClientEvents', '/ClientEvents', { body: 'http://127.0.0.1/page', headers: { 'content-type': 'text/plain', 'x-tabid': tabId, cookie } });
+    expect(idle.body).toEqual([{ type: 'NOP' }]);
+    const missing = await call('POST', '/ClientEvents', '/ClientEvents', { body: 'x', headers: { 'content-type': 'text/plain' } });
+    expect(missing.body.code).toBe('tab_id_missing');
+  });
+
+  it('QuickLogin: the three modes, a backend registration, the image, sign info, signing and refusals', async () => {
+    const tab = await openTab();
+    const headers = { cookie: tab.cookie };
+    for (const mode of ['image', 'base64', 'text']) {
+      const qr = await call('POST', '/QuickLogin', '/QuickLogin', { body: { mode, purpose: 'OpenAPI', serviceId: '', tab: tab.tabId }, headers });
+      expect(qr.status, mode).toBe(200);
+      if (mode === 'image') {
+        const src = new URL(qr.body.src as string);
+        const file = src.pathname.split('/').at(-1)!;
+        expect((await call('GET', '/QuickLogin/Qr/{file}', `/QuickLogin/Qr/${file}?fg=Theme`)).status).toBe(200);
+      }
+    }
+    expect((await call('GET', '/QuickLogin/Qr/{file}', '/QuickLogin/Qr/AAAAAAAA.png')).status).toBe(404);
+    expect((await call('GET', '/QuickLogin/Qr/{file}', '/QuickLogin/Qr/nope.gif')).status).toBe(400);
+    const registration = await call('POST', '/QuickLogin', '/QuickLogin', { body: { service: 'https://127.0.0.1:9/callback', sessionId: 'openapi' } });
+    expect(Object.keys(registration.body)).toEqual(['serviceId']);
+    expect((await call('POST', '/QuickLogin', '/QuickLogin', { body: { mode: 'text', service: 'x' } })).body.code).toBe('request_kind_ambiguous');
+    expect((await call('POST', '/QuickLogin', '/QuickLogin', { body: { mode: 'text', purpose: 'p', serviceId: '', tab: 'no-cookie-tab' } })).body.code).toBe('session_missing');
+
+    // Sign info as JSON and as the page; signing with an approved identity; a reused code.
+    const code = await codeFor(tab);
+    expect((await call('GET', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`)).body.code).toBe(code);
+    expect((await call('GET', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`, { headers: { accept: 'text/html' } })).contentType).toMatch(/^text\/html/);
+    const { identity, privateKeyPem } = await makeIdentity(service, { FIRST: 'Ada' });
+    const challenge = (await call('GET', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`)).body.challenge as string;
+    const badSignature = signEd25519(privateKeyFromPem(generateEd25519().privateKeyPem), signedMessage(challenge, identity.id, 'approve'));
+    expect((await call('POST', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`, { body: { legalId: identity.id, signature: badSignature, decision: 'approve' } })).body.code).toBe('signature_invalid');
+    const signature = signEd25519(privateKeyFromPem(privateKeyPem), signedMessage(challenge, identity.id, 'approve'));
+    expect((await call('POST', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`, { body: { legalId: identity.id, signature, decision: 'approve' } })).body).toEqual({ state: 'approved' });
+    const result = await tab.next('SignatureReceived');
+    expect(checker.validates('/x-tabwire-channel/events/SignatureReceived', result.data)).toBeUndefined();
+    expect((await call('GET', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`)).body.code).toBe('code_already_used');
+    expect((await call('GET', '/QuickLogin/Sign/{code}', '/QuickLogin/Sign/no-such-code')).body.code).toBe('code_not_found');
+
+    // The development identity (on by default on a loopback deployment); a rejection reaches the tab.
+    const devCode = await codeFor(tab);
+    expect((await call('POST', '/QuickLogin/Sign/{code}/Dev', `/QuickLogin/Sign/${devCode}/Dev`, { body: { decision: 'reject' } })).body).toEqual({ state: 'rejected' });
+    const rejected = await tab.next('SignatureRejected');
+    expect(checker.validates('/x-tabwire-channel/events/SignatureRejected', rejected.data)).toBeUndefined();
+    expect((await call('POST', '/QuickLogin/Sign/{code}/Dev', `/QuickLogin/Sign/${devCode}/Dev`, { body: { decision: 'approve' } })).status).toBe(409);
+    expect((await call('POST', '/QuickLogin/Sign/{code}/Dev', `/QuickLogin/Sign/${devCode}/Dev`, { body: { decision: 'maybe' } })).status).toBe(400);
+    tab.close();
+  });
+
+  it('the Agent API: accounts, tokens, identities, attachments, XMPP, with their refusals', async () => {
+    const jwt = await account('ada');
+    expect((await call('POST', '/Agent/Account/Create', '/Agent/Account/Create', { body: { userName: 'eve', password: 'correct horse battery' } })).body.code).toBe('api_key_missing');
+    expect((await call('POST', '/Agent/Account/Login', '/Agent/Account/Login', { body: { userName: 'ada', password: 'wrong password', seconds: 60 } })).status).toBe(401);
+    expect((await call('POST', '/Agent/Account/Refresh', '/Agent/Account/Refresh', { body: { seconds: 60 }, headers: auth(jwt) })).status).toBe(200);
+    expect((await call('POST', '/Agent/Account/Refresh', '/Agent/Account/Refresh', { body: { seconds: 60 } })).body.code).toBe('token_missing');
+    expect((await call('GET', '/Agent/Account/Info', '/Agent/Account/Info', { headers: auth(jwt) })).body.userName).toBe('ada');
+    expect((await call('GET', '/Agent/Account/Info', '/Agent/Account/Info', { headers: { authorization: 'Bearer nope' } })).body.code).toBe('token_malformed');
+
+    // An identity with an attachment; two so that ListIdentities has a next page.
+    const pair = generateEd25519();
+    const png = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex').toString('base64');
+    const application: IdentityApplication = { properties: { FIRST: 'Ada' }, publicKey: pair.publicKey, attachments: [{ fileName: 'p.png', contentType: 'image/png', content: png }] };
+    const applySignature = signEd25519(privateKeyFromPem(pair.privateKeyPem), applicationMessage('ada', application));
+    const applied = await call('POST', '/Agent/Legal/ApplyId', '/Agent/Legal/ApplyId', { body: { ...application, signature: applySignature }, headers: auth(jwt) });
+    expect(applied.status).toBe(201);
+    const id = applied.body.identity.Id as string;
+    expect((await call('POST', '/Agent/Legal/ApplyId', '/Agent/Legal/ApplyId', { body: { properties: {} }, headers: auth(jwt) })).status).toBe(400);
+    const second = generateEd25519();
+    const plain: IdentityApplication = { properties: { FIRST: 'Ada' }, publicKey: second.publicKey };
+    await call('POST', '/Agent/Legal/ApplyId', '/Agent/Legal/ApplyId', { body: { ...plain, signature: signEd25519(privateKeyFromPem(second.privateKeyPem), applicationMessage('ada', plain)) }, headers: auth(jwt) });
+    expect((await call('GET', '/Agent/Legal/GetIdentity', `/Agent/Legal/GetIdentity?id=${encodeURIComponent(id)}`, { headers: auth(jwt) })).body.identity.Id).toBe(id);
+    expect((await call('GET', '/Agent/Legal/GetIdentity', '/Agent/Legal/GetIdentity?id=nobody', { headers: auth(jwt) })).body.code).toBe('identity_not_found');
+    const page = await call('GET', '/Agent/Legal/ListIdentities', '/Agent/Legal/ListIdentities?limit=1', { headers: auth(jwt) });
+    expect(page.body.next).toEqual(expect.any(String));
+    expect((await call('GET', '/Agent/Legal/ListIdentities', '/Agent/Legal/ListIdentities?after=bogus', { headers: auth(jwt) })).status).toBe(400);
+
+    // The attachment of a fresh result, for the page that asked.
+    await service.store.identities.transition(id, 'Created', 'Approved', service.clock.now());
+    const tab = await openTab();
+    const code = await codeFor(tab);
+    const challenge = (await call('GET', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`)).body.challenge as string;
+    const signature = signEd25519(privateKeyFromPem(pair.privateKeyPem), signedMessage(challenge, id, 'approve'));
+    await call('POST', '/QuickLogin/Sign/{code}', `/QuickLogin/Sign/${code}`, { body: { legalId: id, signature, decision: 'approve' } });
+    const result = (await tab.next('SignatureReceived')).data as QuickLoginResult;
+    const url = new URL(result.Attachments[0]!.Url);
+    expect((await call('GET', '/QuickLogin/Attachment/{code}/{id}', url.pathname, { headers: { cookie: tab.cookie } })).contentType).toBe('image/png');
+    expect((await call('GET', '/QuickLogin/Attachment/{code}/{id}', url.pathname)).status).toBe(404);
+
+    // XMPP: an event handler on the tab, a local message stored and popped, refusals.
+    const handler = { tabId: tab.tabId, localName: 'x', namespace: 'urn:test', function: 'OnMessage' };
+    expect((await call('POST', '/Agent/Xmpp/RegisterEventHandler', '/Agent/Xmpp/RegisterEventHandler', { body: handler, headers: { ...auth(jwt), cookie: tab.cookie } })).body).toEqual({});
+    expect((await call('POST', '/Agent/Xmpp/RegisterEventHandler', '/Agent/Xmpp/RegisterEventHandler', { body: handler, headers: auth(jwt) })).status).toBe(403);
+    const bob = await account('bob');
+    const domain = service.app.tabwire.config.xmppComponentDomain;
+    expect((await call('POST', '/Agent/Xmpp/SendTextMessage', '/Agent/Xmpp/SendTextMessage', { body: { to: `bob@${domain}`, message: 'hello', subject: 'hi' }, headers: auth(jwt) })).body.sent).toBe(true);
+    expect((await call('POST', '/Agent/Xmpp/SendXmlMessage', '/Agent/Xmpp/SendXmlMessage', { body: { to: `ada@${domain}`, xml: '<x xmlns="urn:test"/>' }, headers: auth(bob) })).body.sent).toBe(true);
+    const routed = await tab.next('OnMessage');
+    expect(checker.validates('/x-tabwire-channel/events/<function>', routed.data)).toBeUndefined();
+    expect((await call('POST', '/Agent/Xmpp/SendXmlMessage', '/Agent/Xmpp/SendXmlMessage', { body: { to: `ada@${domain}`, xml: '<x' }, headers: auth(bob) })).body.code).toBe('xml_invalid');
+    expect((await call('POST', '/Agent/Xmpp/SendTextMessage', '/Agent/Xmpp/SendTextMessage', { body: { to: `nobody@${domain}`, message: 'hello' }, headers: auth(jwt) })).body.code).toBe('recipient_unknown');
+    expect((await call('POST', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/PopMessages', { body: { maxCount: 10 }, headers: auth(bob) })).body.messages).toHaveLength(1);
+    expect((await call('POST', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/PopMessages', { body: { maxCount: 0 }, headers: auth(bob) })).status).toBe(400);
+    tab.close();
+  });
+
+  it('every documented operation was exercised, with a success', () => {
+    const unexercised = operationsOf(doc).filter((op) => ![...(checker.seen.get(op) ?? [])].some((s) => /^[123]/.test(s)));
+    expect(unexercised).toEqual([]);
+  });
+});
