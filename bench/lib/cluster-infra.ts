@@ -128,6 +128,10 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
   const port = await freePort();
   const args = ['-u', 'postgres', '--', join(PG_BIN, 'postgres'), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
   args.push('-c', 'max_connections=100', '-c', 'shared_preload_libraries=pg_stat_statements', '-c', 'pg_stat_statements.track=top', '-c', 'track_wal_io_timing=on');
+  // BENCH_PG_SYNCHRONOUS_COMMIT=off: commits no longer wait for their WAL flush, the durability of the embedded
+  // node's SQLite (WAL, synchronous NORMAL): a crash may lose the last commits, never corrupts (docs/store.md).
+  const synchronousCommit = process.env.BENCH_PG_SYNCHRONOUS_COMMIT;
+  if (synchronousCommit !== undefined) args.push('-c', `synchronous_commit=${synchronousCommit}`);
   const child = spawn('runuser', args, { stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   const collect = (chunk: Buffer): void => {
