@@ -109,7 +109,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       ...[c.deliver, c.deliverLocal!].map((d, k) => {
         const r = d.refresh;
         if (!r) return '';
-        return `${k === 0 ? 'B -> A' : 'A -> A'}: ${r.runs} presence refreshes (${TABS.toLocaleString('en-US')} tabs each, ${r.ms.map((v) => ms(v)).join(' / ')} ms) ran on a node during the run; events sent meanwhile: ${fmt(r.during.count)}, p50 ${ms(r.during.p50)}, p99 ${ms(r.during.p99)}, max ${ms(r.during.max)}; the other ${fmt(r.outside.count)}: p50 ${ms(r.outside.p50)}, p99 ${ms(r.outside.p99)}, max ${ms(r.outside.max)}`;
+        return `${k === 0 ? 'B -> A' : 'A -> A'}: ${r.runs} presence heartbeats (${r.ms.map((v) => ms(v)).join(' / ')} ms) ran on a node during the run; events sent meanwhile: ${fmt(r.during.count)}, p50 ${ms(r.during.p50)}, p99 ${ms(r.during.p99)}, max ${ms(r.during.max)}; the other ${fmt(r.outside.count)}: p50 ${ms(r.outside.p50)}, p99 ${ms(r.outside.p99)}, max ${ms(r.outside.max)}`;
       }),
     ],
   });
@@ -168,8 +168,10 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       ),
       `Redis, idle: ${num(idleSent / c.idleTabs / idleSeconds, 4)} commands sent per tab per second (${[...c.idle.sent].map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}); ${num(redisIdleCalls / c.idleTabs / idleSeconds, 3)} commands executed by Redis per tab per second (scripts' inner commands included)`,
       `Redis memory: ${num((c.open.window.redis?.memory ?? 0) / c.open.tabs, 0)} B per tab (used_memory growth while the tabs registered), ${fmt(c.open.window.redis?.keys ?? 0)} keys for ${fmt(c.open.tabs)} tabs`,
-      `Redis CPU per presence refresh of one tab (twHold): ${num(redisIdleCpu / Math.max(1, brokerRefresh(c.idle.sent)), 1)} µs (all of Redis's CPU in the idle window over the refreshes in it)`,
-      `Presence refresh of a node's ${fmt(TABS)} tabs (hub.refresh: pipelined twHold in slices of 1,000): median ${ms(percentile(c.refreshMs ?? [], 50))} ms, max ${ms(percentile(c.refreshMs ?? [], 100))} ms over the ${(c.refreshMs ?? []).length} refreshes the nodes kept a record of (load phases included)`,
+      ...(brokerRefresh(c.idle.sent) > 0
+        ? [`Redis CPU per presence hold of one tab (twHold): ${num(redisIdleCpu / brokerRefresh(c.idle.sent), 1)} µs (all of Redis's CPU in the idle window over the holds in it)`]
+        : [`Redis CPU per tab per second, idle: ${num(redisIdleCpu / Math.max(1, c.idleTabs * (c.idle.ms / 1000)), 3)} µs (all of Redis's CPU in the idle window: heartbeats, the rolling re-hold on the nodes' presence connections, leases)`]),
+      `Presence heartbeat of a node holding ${fmt(TABS)} tabs (hub.refresh: one twHeartbeat; all tabs re-held only after a lapse): median ${ms(percentile(c.refreshMs ?? [], 50))} ms, max ${ms(percentile(c.refreshMs ?? [], 100))} ms over the ${(c.refreshMs ?? []).length} refreshes the nodes kept a record of (load phases included)`,
       `Redis PING from the benchmark every 5 ms through the idle window: ${fmt(c.redisPing?.count ?? 0)} PINGs, p50 ${ms(c.redisPing?.p50 ?? Number.NaN)} ms, p99 ${ms(c.redisPing?.p99 ?? Number.NaN)} ms, max ${ms(c.redisPing?.max ?? Number.NaN)} ms`,
       `PostgreSQL, idle: ${fmt(c.idle.pg ? sqlStatements(c.idle.pg.calls) : 0)} statements, ${fmt(c.idle.pg?.writeXacts ?? 0)} write transactions in the window`,
       `Binding refresh (every ${BINDING_REFRESH_S} s per node), run once on node A (${fmt(br.tabs)} tabs): ${ms(br.ms)} ms; PostgreSQL ${fmt(br.window.pg ? sqlStatements(br.window.pg.calls) : 0)} statements, ${ms((br.window.cpuMicros.get('postgres') ?? 0) / 1000)} ms CPU; Redis ${fmt(sumOf(br.window.sent))} commands sent (${[...br.window.sent].map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}), ${ms((br.window.cpuMicros.get('redis') ?? 0) / 1000)} ms CPU; node A ${ms((br.window.cpuMicros.get('node A') ?? 0) / 1000)} ms CPU. Per tab per second at the default interval: PostgreSQL ${num((br.window.cpuMicros.get('postgres') ?? 0) / br.tabs / BINDING_REFRESH_S, 3)} µs, node ${num((br.window.cpuMicros.get('node A') ?? 0) / br.tabs / BINDING_REFRESH_S, 3)} µs, Redis ${num(1 / BINDING_REFRESH_S, 4)} commands`,
