@@ -1,8 +1,8 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { acceptsConnections } from './ports.js';
+import { spawnWatched, terminate } from './child.js';
 
 /**
  * The nginx executable (Debian's `nginx` package, which scripts/test installs). Debian puts it in
@@ -50,18 +50,8 @@ export async function startNginx(site: string, ports: number[]): Promise<NginxSe
   const read = (file: string) => (existsSync(file) ? readFileSync(file, 'utf8') : '');
 
   // -p: the prefix relative paths resolve against; -e: where errors go before the config is read.
-  const child = spawn(binary, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', errorLog], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('error', (err) => collect(Buffer.from(`spawn failed: ${err.message}\n`)));
-  // If the test process dies without stop(), take nginx's master with it (best effort).
-  const orphanGuard = () => child.kill('SIGKILL');
-  process.once('exit', orphanGuard);
-  child.once('exit', () => process.removeListener('exit', orphanGuard));
+  // A foreground master, stopped by pid: SIGTERM is nginx's fast shutdown (open WebSockets do not hold it up).
+  const { child, output } = spawnWatched(binary, ['-p', dir, '-c', join(dir, 'nginx.conf'), '-e', errorLog]);
 
   const server: NginxServer = {
     dir,
@@ -75,13 +65,13 @@ export async function startNginx(site: string, ports: number[]): Promise<NginxSe
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      const reason = `nginx exited (${child.exitCode ?? child.signalCode}): ${output}${read(errorLog)}`;
+      const reason = `nginx exited (${child.exitCode ?? child.signalCode}): ${output()}${read(errorLog)}`;
       rmSync(dir, { recursive: true, force: true });
       throw new Error(reason);
     }
     if ((await Promise.all(ports.map(acceptsConnections))).every(Boolean)) return server;
     if (Date.now() > deadline) {
-      const reason = `nginx did not open ports ${ports.join(', ')}: ${output}${read(errorLog)}`;
+      const reason = `nginx did not open ports ${ports.join(', ')}: ${output()}${read(errorLog)}`;
       await server.stop();
       throw new Error(reason);
     }
@@ -112,15 +102,3 @@ http {
 `;
 }
 
-function terminate(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    // By pid, the master we started: SIGTERM is nginx's fast shutdown (open WebSockets do not hold it up).
-    child.kill('SIGTERM');
-  });
-}

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { chownSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './service.js';
 import { acceptsConnections } from './ports.js';
+import { spawnWatched } from './child.js';
 
 /**
  * A private PostgreSQL 15 (Debian's packages) on loopback for tests: a temporary data directory owned by
@@ -103,29 +104,18 @@ async function postgresIds(): Promise<{ uid: number; gid: number }> {
 async function launch(dir: string, data: string, port: number, settings: string[]): Promise<ChildProcess> {
   const args = ['-u', 'postgres', '--', join(BIN, 'postgres'), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
   args.push('-c', 'max_connections=200', ...settings);
-  const child = spawn('runuser', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('error', collect.bind(null, Buffer.from('spawn failed\n')));
-  // If the test process exits without stop(), take the server with it (best effort).
-  const orphanGuard = () => {
+  // If the test process exits without stop(), take the server with it (best effort): the postmaster runs as postgres.
+  const { child, output } = spawnWatched('runuser', args, () => {
     postmasterPid(data).then((pid) => pid && process.kill(pid, 'SIGQUIT'), () => undefined);
-    child.kill('SIGKILL');
-  };
-  process.once('exit', orphanGuard);
-  child.once('exit', () => process.removeListener('exit', orphanGuard));
+  });
 
   const deadline = Date.now() + 20_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited (${child.exitCode ?? child.signalCode}): ${output}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited (${child.exitCode ?? child.signalCode}): ${output()}`);
     if ((await acceptsConnections(port)) && (await ready(port))) return child;
     if (Date.now() > deadline) {
       await shutdown(child, data);
-      throw new Error(`postgres did not accept connections on ${port}: ${output}`);
+      throw new Error(`postgres did not accept connections on ${port}: ${output()}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -1,4 +1,4 @@
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './service.js';
 import { acceptsConnections } from './ports.js';
+import { spawnWatched, terminate } from './child.js';
 
 /** A private Prosody (Debian's `prosody` 0.12) on loopback, run as a foreground child of the test process. */
 export interface ProsodyServer {
@@ -99,29 +100,19 @@ Component "${COMPONENT_DOMAIN}"
 
 /** `prosody --config <file> -F`: stays in the foreground so the child pid is Prosody's own. */
 async function launch(configFile: string, dir: string, ports: number[]): Promise<ChildProcess> {
-  const child = spawn('prosody', ['--config', configFile, '-F'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('error', collect.bind(null, Buffer.from('spawn failed\n')));
   // If the test process dies without stop(), take Prosody with it (best effort; SIGKILL of the worker escapes this).
-  const orphanGuard = () => child.kill('SIGKILL');
-  process.once('exit', orphanGuard);
-  child.once('exit', () => process.removeListener('exit', orphanGuard));
+  const { child, output } = spawnWatched('prosody', ['--config', configFile, '-F']);
 
   const deadline = Date.now() + 15_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`prosody exited (${child.exitCode ?? child.signalCode}): ${output}\n${logTail(dir)}`);
+      throw new Error(`prosody exited (${child.exitCode ?? child.signalCode}): ${output()}\n${logTail(dir)}`);
     }
     const open = await Promise.all(ports.map(acceptsConnections));
     if (open.every(Boolean)) return child;
     if (Date.now() > deadline) {
       await terminate(child, 'SIGKILL');
-      throw new Error(`prosody did not open ports ${ports.join(', ')}: ${output}\n${logTail(dir)}`);
+      throw new Error(`prosody did not open ports ${ports.join(', ')}: ${output()}\n${logTail(dir)}`);
     }
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -136,14 +127,3 @@ function logTail(dir: string): string {
 }
 
 
-function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill(signal);
-  });
-}

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -7,6 +7,7 @@ import { pino } from 'pino';
 import { connectRedis, type RedisConnection } from '../../src/redis/connection.js';
 import { freePort } from './service.js';
 import { acceptsConnections } from './ports.js';
+import { spawnWatched, terminate } from './child.js';
 
 /** A private redis-server (Debian's `redis-server`) on loopback, a foreground child of the test process. */
 export interface RedisServer {
@@ -51,42 +52,21 @@ export async function startRedis(): Promise<RedisServer> {
 
 async function launch(port: number, dir: string): Promise<ChildProcess> {
   const args = ['--port', String(port), '--save', '', '--appendonly', 'no', '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no'];
-  const child = spawn('redis-server', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer) => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('error', (err) => collect(Buffer.from(`spawn failed: ${err.message}\n`)));
   // If the test process dies without stop(), take Redis with it (best effort).
-  const orphanGuard = () => child.kill('SIGKILL');
-  process.once('exit', orphanGuard);
-  child.once('exit', () => process.removeListener('exit', orphanGuard));
+  const { child, output } = spawnWatched('redis-server', args);
   const deadline = Date.now() + 15_000;
   for (;;) {
-    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited (${child.exitCode ?? child.signalCode}): ${output}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited (${child.exitCode ?? child.signalCode}): ${output()}`);
     if (await acceptsConnections(port)) return child;
     if (Date.now() > deadline) {
       await terminate(child);
-      throw new Error(`redis-server did not open port ${port}: ${output}`);
+      throw new Error(`redis-server did not open port ${port}: ${output()}`);
     }
     await new Promise((r) => setTimeout(r, 25));
   }
 }
 
 
-function terminate(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
-  return new Promise((resolve) => {
-    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
-    child.once('exit', () => {
-      clearTimeout(force);
-      resolve();
-    });
-    child.kill('SIGTERM');
-  });
-}
 
 /** A key prefix no other test file or call uses: test files share the run's Redis. */
 export const testPrefix = (label: string): string => `test:${label}:${randomBytes(4).toString('hex')}:`;
