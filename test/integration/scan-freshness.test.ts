@@ -199,6 +199,16 @@ describe('without codeScanSeconds', () => {
     expect(signed.body).toEqual({ state: 'approved' });
   });
 
+  it('a page refreshing every 2 s keeps working with N = 3: the code on screen, scanned at any moment, fetched up to 1 s later, binds', async () => {
+    // The person scans somewhere in the 2 s a code is on screen (the next refresh replaces it), and the app
+    // needs up to 1 s more to fetch it: the oldest fetch is 2.999 s after issue.
+    for (const scanAt of [0, 500, 1000, 1500, 1999]) {
+      const shown = await issue(plain, { scanSeconds: 3 });
+      plain.clock.advance(scanAt + 1000);
+      expect((await fetchJson(plain, shown)).status, `scanned ${scanAt} ms after it was shown`).toBe(200);
+    }
+  });
+
   it('a QR request may still ask for scan freshness (scanSeconds 2): it is then bound and refused as with the config', async () => {
     const path = await issue(plain, { scanSeconds: 2 });
     const first = await fetchJson(plain, path);
