@@ -36,7 +36,7 @@ type Op = 'code insert' | 'settle + callback';
 const code = (id: string, serviceId: string): LoginCode => ({
   code: id, tabId: 'tab-12345678', sessionHash: 'h'.repeat(43), origin: 'https://app.example', purpose: 'Log in to the bench', propertyFilter: null,
   attachmentFilter: null, serviceId, agentApiTimeout: null, nonce: randomBytes(16).toString('base64url'), createdAt: NOW,
-  expiresAt: NOW + 300_000, state: 'pending', legalId: null, signedAt: null,
+  expiresAt: NOW + 300_000, state: 'pending', legalId: null, signedAt: null, scanSeconds: null, fetchedAt: null, bindingHash: null,
 });
 
 async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {

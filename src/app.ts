@@ -108,7 +108,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     origin: (origin, callback) => callback(null, origin !== undefined && config.allowedOrigins.includes(origin)),
     credentials: true,
     methods: ['GET', 'POST'],
-    allowedHeaders: ['Content-Type', 'X-TabID', 'X-Last-Event-ID', 'Authorization'],
+    allowedHeaders: ['Content-Type', 'X-TabID', 'X-Last-Event-ID', 'Authorization', 'Tabwire-Binding'],
     // Cross-origin pages may read the protocol version (Fetch: only safelisted headers are readable otherwise).
     exposedHeaders: [PROTOCOL_VERSION_HEADER],
     maxAge: 600,

@@ -74,6 +74,8 @@ export interface QuickLoginOptions {
   propertyFilter?: string;
   attachmentFilter?: string;
   agentApiTimeout?: number;
+  /** Scan freshness for these codes (docs/relay.md): tightens the service's codeScanSeconds; keep it above refreshMs. */
+  scanSeconds?: number;
   /** How long each code is shown before the next is asked for, in ms; default 2000, as the reference pages do. */
   refreshMs?: number;
   /** The service's base URL; default: the event channel's (`events.serviceUrl`). */
@@ -194,6 +196,7 @@ export function startQuickLogin(events: QuickLoginEvents, options: QuickLoginOpt
     if (options.propertyFilter !== undefined) body.propertyFilter = options.propertyFilter;
     if (options.attachmentFilter !== undefined) body.attachmentFilter = options.attachmentFilter;
     if (options.agentApiTimeout !== undefined) body.agentApiTimeout = options.agentApiTimeout;
+    if (options.scanSeconds !== undefined) body.scanSeconds = options.scanSeconds;
     let status: number;
     let answer: unknown;
     let retryAfter: string | null = null;

@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import { signEd25519 } from '../identity/keys.js';
 import { buildChallenge, signedMessage, type Decision } from '../quicklogin/challenge.js';
 import type { SignInfo } from '../quicklogin/quicklogin.js';
+import { BINDING_HEADER } from '../quicklogin/binding.js';
 import { printable } from './printable.js';
 
 /** The reference signer's protocol side (docs/signing.md), usable in-process by tests. */
@@ -27,10 +28,33 @@ export async function problemOrJson(response: Response): Promise<unknown> {
   return body;
 }
 
-/** Fetches what is to be signed, and checks the challenge says exactly what will be shown. */
-export async function fetchSignInfo(signUrl: string): Promise<SignInfo> {
+/**
+ * What the person is told when a scan-limited code (docs/relay.md) cannot be fetched: what happened and
+ * what to do, in the signer's words; the service's detail follows.
+ */
+const FETCH_REFUSALS: Record<string, string> = {
+  code_too_old:
+    'This QR code is too old: the service accepts a code only if a signing app fetches it within a few seconds of it being shown. Take the code the page shows now and sign again.',
+  code_bound:
+    'Another signing app has already fetched this code, and only that app may sign it. If that was not you, do not go on: someone may be trying to log in as you. Otherwise take the code the page shows now.',
+};
+
+/**
+ * Fetches what is to be signed, and checks the challenge says exactly what will be shown. `binding`:
+ * the token an earlier fetch of a scan-limited code got (a signer that fetches again).
+ */
+export async function fetchSignInfo(signUrl: string, binding?: string): Promise<SignInfo> {
   const url = new URL(signUrl);
-  const info = (await problemOrJson(await fetch(url, { headers: { accept: 'application/json' } }))) as SignInfo;
+  const headers: Record<string, string> = { accept: 'application/json', ...(binding === undefined ? {} : { [BINDING_HEADER]: binding }) };
+  let info: SignInfo;
+  try {
+    info = (await problemOrJson(await fetch(url, { headers }))) as SignInfo;
+  } catch (error) {
+    const explained = error instanceof SignerError && error.code !== undefined ? FETCH_REFUSALS[error.code] : undefined;
+    if (explained === undefined) throw error;
+    const refusal = error as SignerError;
+    throw new SignerError(`${explained} (${refusal.message})`, refusal.status, refusal.code);
+  }
   const expected = buildChallenge({
     code: info.code,
     purpose: info.purpose,
@@ -45,7 +69,7 @@ export async function fetchSignInfo(signUrl: string): Promise<SignInfo> {
   return info;
 }
 
-/** Signs and posts the decision; returns the service's answer. */
+/** Signs and posts the decision, with the binding token of a scan-limited code; returns the service's answer. */
 export async function postDecision(
   signUrl: string,
   info: SignInfo,
@@ -56,7 +80,12 @@ export async function postDecision(
   const signature = signEd25519(key, signedMessage(info.challenge, legalId, decision));
   const response = await fetch(signUrl, {
     method: 'POST',
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    headers: {
+      'content-type': 'application/json',
+      accept: 'application/json',
+      // docs/relay.md: a scan-limited code is signed only with the token its fetch was given.
+      ...(info.binding === undefined ? {} : { [BINDING_HEADER]: info.binding }),
+    },
     body: JSON.stringify({ legalId, signature, decision }),
   });
   return (await problemOrJson(response)) as { state: string };

@@ -31,6 +31,11 @@ export const ConfigSchema = Type.Object(
     allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
     /** Validity of a QR login code (docs/signing.md: 5 minutes). */
     codeValiditySeconds: Type.Integer({ default: 300, minimum: 5, maximum: 3600 }),
+    /**
+     * Scan freshness (docs/relay.md): a signing app must fetch a code within this many seconds of its issue,
+     * and the first fetch binds it to that app. 0: off (codes behave as without it). A QR request may tighten it.
+     */
+    codeScanSeconds: Type.Integer({ default: 0, minimum: 0, maximum: 3600 }),
     /** Pixels per QR module in PNG images. */
     qrModulePixels: Type.Integer({ default: 6, minimum: 1, maximum: 32 }),
     /** Largest accepted request body, in bytes. */

@@ -5,6 +5,7 @@ import type { QuickLogin } from '../quicklogin/quicklogin.js';
 import { resolvePalette } from '../quicklogin/qr-colours.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { BackendRegistrations } from '../callbacks/registrations.js';
+import { BINDING_HEADER } from '../quicklogin/binding.js';
 import { approveWithDevIdentity } from '../quicklogin/dev-approval.js';
 import { DEV_PROPERTIES, type DevIdentity } from '../identity/dev-identity.js';
 import { readPage, sendPage } from './pages-routes.js';
@@ -137,7 +138,7 @@ export async function quickLoginRoutes(fastify: FastifyInstance, o: QuickLoginRo
     // The page itself shows nothing from the request; its script fetches this same URL as JSON.
     if (prefersHtml(request.headers.accept)) return sendPage(reply, signPage);
     const { code } = request.params;
-    return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code));
+    return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code, request.headers[BINDING_HEADER]));
   });
 
   // Which identity the approval page signs with, so the page can name it (404 when development approval is off).
@@ -157,11 +158,13 @@ export async function quickLoginRoutes(fastify: FastifyInstance, o: QuickLoginRo
     async (request) => {
       if (!o.devIdentity) throw new TabwireError('not_found', 'Development approval is not enabled on this service');
       checkOrigin(request, o.allowedOrigins);
-      return approveWithDevIdentity(o.quickLogin, o.devIdentity, request.params.code, request.body.decision);
+      return approveWithDevIdentity(o.quickLogin, o.devIdentity, request.params.code, request.body.decision, request.headers[BINDING_HEADER]);
     },
   );
 
-  app.post('/QuickLogin/Sign/:code', { schema: signSchema }, async (request) => o.quickLogin.sign(request.params.code, request.body));
+  app.post('/QuickLogin/Sign/:code', { schema: signSchema }, async (request) =>
+    o.quickLogin.sign(request.params.code, request.body, request.headers[BINDING_HEADER]),
+  );
 
   // Attachments of a fresh result, for the page (session) that asked only (docs/agent-api.md "Attachments").
   app.get(

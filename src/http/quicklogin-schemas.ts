@@ -21,6 +21,14 @@ export const QrRequestBody = Type.Object(
     agentApiTimeout: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
     propertyFilter: Type.Optional(anyText({ maxLength: 1024 })),
     attachmentFilter: Type.Optional(anyText({ maxLength: 1024 })),
+    // docs/relay.md: tightens the deployment's codeScanSeconds for this code, never loosens it.
+    scanSeconds: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 3600,
+        description: 'A signing app must fetch the code within this many seconds of issue, and the first fetch binds it (docs/relay.md); the smaller of this and codeScanSeconds applies',
+      }),
+    ),
   },
   { title: 'QrRequest' },
 );
@@ -51,6 +59,18 @@ const QrAnswer = Type.Union([
 const TAB_REFUSALS = ['origin_not_allowed', 'session_missing', 'tab_not_registered', 'tab_session_mismatch', 'tab_limit_reached'] as const;
 const REGISTRATION_REFUSALS = ['callback_url_refused', 'service_not_registered', 'service_expired', 'service_mismatch'] as const;
 const CODE_REFUSALS = ['code_not_found', 'code_already_used', 'code_expired'] as const;
+// Scan-limited codes (docs/relay.md): a fetch too late, a fetch of a code another app holds, a signature without the token.
+const FETCH_REFUSALS = [...CODE_REFUSALS, 'code_too_old', 'code_bound'] as const;
+
+/** The binding token of a scan-limited code, on later fetches and on the signature (docs/relay.md). */
+const bindingHeader = Type.Object({
+  'tabwire-binding': Type.Optional(
+    Type.String({
+      pattern: '^[A-Za-z0-9_-]{22}$',
+      description: 'The binding token the first fetch of a scan-limited code returned (docs/relay.md); ignored for other codes',
+    }),
+  ),
+});
 
 export const quickLoginSchema = {
   tags: ['QuickLogin'],
@@ -85,29 +105,37 @@ const SignInfo = Type.Object({
   challenge: Type.String({ description: 'What the signer signs (docs/signing.md "The canonical challenge")' }),
   propertyFilter: Type.Union([Type.String(), Type.Null()]),
   attachmentFilter: Type.Union([Type.String(), Type.Null()]),
+  binding: Type.Optional(
+    Type.String({
+      description: 'Scan-limited codes only (docs/relay.md): the binding token; send it as the Tabwire-Binding header on later fetches and on the signature',
+    }),
+  ),
 });
 
 export const signInfoSchema = {
   tags: ['QuickLogin'],
   summary: 'What a signing app shows and signs (JSON), or the approval page (when Accept prefers text/html)',
+  description: 'A scan-limited code (docs/relay.md) is bound by its first JSON fetch, which gets `binding`; a later fetch must present it.',
   params: codeParam,
+  headers: bindingHeader,
   response: {
     200: {
       description: 'The code\'s sign info, or the page',
       content: { 'application/json': { schema: SignInfo }, 'text/html': { schema: Type.String() } },
     },
-    ...problems('validation_failed', CODE_REFUSALS),
+    ...problems('validation_failed', FETCH_REFUSALS),
   },
 };
 
 const decision = Type.Union([Type.Literal('approve'), Type.Literal('reject')]);
 const signedAnswer = json(Type.Object({ state: Type.Union([Type.Literal('approved'), Type.Literal('rejected')]) }), 'The code is settled');
-const SIGN_REFUSALS = [...CODE_REFUSALS, 'identity_not_found', 'identity_not_approved', 'signature_invalid', 'service_not_registered'] as const;
+const SIGN_REFUSALS = [...CODE_REFUSALS, 'identity_not_found', 'identity_not_approved', 'signature_invalid', 'service_not_registered', 'binding_required'] as const;
 
 export const devApprovalSchema = {
   tags: ['QuickLogin'],
   summary: 'Same-device approval with the development identity (config devApproval)',
   params: codeParam,
+  headers: bindingHeader,
   body: Type.Object({ decision }),
   response: { 200: signedAnswer, ...problems(JSON_BODY, 'not_found', 'origin_not_allowed', SIGN_REFUSALS) },
 };
@@ -125,6 +153,7 @@ export const signSchema = {
   tags: ['QuickLogin'],
   summary: 'Approve or reject a code with a signature (docs/signing.md)',
   params: codeParam,
+  headers: bindingHeader,
   body: Type.Object({
     legalId: anyText({ minLength: 1, maxLength: 255 }),
     signature: Type.String({ minLength: 1, maxLength: 256, pattern: '^[A-Za-z0-9+/]+={0,2}$' }),

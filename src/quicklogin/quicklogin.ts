@@ -9,6 +9,7 @@ import { verifyEd25519 } from '../identity/keys.js';
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
 import type { TabEvent } from '../protocol/frames.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
+import { bindingMatches, effectiveScanSeconds, hashBinding, newBindingToken } from './binding.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
@@ -30,6 +31,8 @@ export interface QrRequest {
   agentApiTimeout?: number;
   propertyFilter?: string;
   attachmentFilter?: string;
+  /** Scan freshness for this code (docs/relay.md); may only tighten the deployment's `codeScanSeconds`. */
+  scanSeconds?: number;
 }
 
 /** Who asked: the session cookie (hashed, null without one) and the page's Origin, both bound to the code. */
@@ -54,6 +57,11 @@ export interface SignInfo {
   challenge: string;
   propertyFilter: string | null;
   attachmentFilter: string | null;
+  /**
+   * Scan-limited codes only (docs/relay.md): the binding token, given to the first fetch and echoed to a
+   * later fetch that presents it. The signature POST must carry it.
+   */
+  binding?: string;
 }
 
 export interface Signature {
@@ -84,6 +92,8 @@ export interface QuickLoginOptions {
   log: Logger;
   publicBaseUrl: string;
   codeValidityMs: number;
+  /** Config `codeScanSeconds` (0: off): the scan freshness of every code, which a request may tighten (docs/relay.md). */
+  codeScanSeconds: number;
   modulePixels: number;
   /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
   allowCookielessQrRequests: boolean;
@@ -140,6 +150,9 @@ export class QuickLogin {
       state: 'pending',
       legalId: null,
       signedAt: null,
+      scanSeconds: effectiveScanSeconds(this.o.codeScanSeconds, request.scanSeconds),
+      fetchedAt: null,
+      bindingHash: null,
     };
     await this.o.store.codes.insert(record);
     return this.render(request.mode, code);
@@ -203,9 +216,41 @@ export class QuickLogin {
     return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };
   }
 
-  /** What the signer shows and signs. Refuses unknown (404), used (409) and expired (410) codes. */
-  async describe(code: string): Promise<SignInfo> {
+  /**
+   * What a signing app shows and signs (`GET /QuickLogin/Sign/{code}` as JSON). Refuses unknown (404),
+   * used (409) and expired (410) codes. A scan-limited code (docs/relay.md) is bound by its first fetch,
+   * which gets the binding token; later it answers only a fetch presenting that token (else 409
+   * `code_bound`), and an unbound one fetched too late is 410 `code_too_old`.
+   */
+  async describe(code: string, presentedBinding?: string): Promise<SignInfo> {
     const record = await this.usableCode(code);
+    const info = this.infoOf(record);
+    if (record.scanSeconds === null) return info;
+    if (record.bindingHash !== null) {
+      if (bindingMatches(presentedBinding, record.bindingHash)) return { ...info, binding: presentedBinding! };
+      throw new TabwireError('code_bound', 'Another signing app has already fetched this login code; scan the code the page shows now');
+    }
+    const now = this.o.clock.now();
+    if (now - record.createdAt > record.scanSeconds * 1000) {
+      throw new TabwireError(
+        'code_too_old',
+        `This QR code had to be scanned within ${record.scanSeconds} s of being shown; scan the code the page shows now`,
+      );
+    }
+    const token = newBindingToken();
+    // One conditional UPDATE decides between apps fetching at once: exactly one gets a token.
+    if (await this.o.store.codes.bind(code, hashBinding(token), now)) return { ...info, binding: token };
+    await this.usableCode(code);
+    throw new TabwireError('code_bound', 'Another signing app has already fetched this login code; scan the code the page shows now');
+  }
+
+  /** What the signer shows and signs, without binding the code (same-device approval; dev-approval.ts). */
+  async peek(code: string): Promise<SignInfo> {
+    return this.infoOf(await this.usableCode(code));
+  }
+
+  private infoOf(record: LoginCode): SignInfo {
+    const { code } = record;
     return {
       code,
       purpose: record.purpose,
@@ -222,9 +267,19 @@ export class QuickLogin {
    * Takes an approval or rejection signed by an approved identity. The first valid signature
    * settles the code; the result goes to the tab through the hub.
    */
-  async sign(code: string, signature: Signature): Promise<{ state: 'approved' | 'rejected' }> {
+  async sign(code: string, signature: Signature, presentedBinding?: string): Promise<{ state: 'approved' | 'rejected' }> {
     const delivered = this.o.timeSignature?.();
     const record = await this.usableCode(code);
+    // A scan-limited code is signed only by the app its first fetch bound it to (docs/relay.md). The
+    // binding never changes once set, so checking the record read here is as good as checking at settle.
+    if (record.scanSeconds !== null && !bindingMatches(presentedBinding, record.bindingHash)) {
+      throw new TabwireError(
+        'binding_required',
+        record.bindingHash === null
+          ? 'This login code must be fetched by the signing app (GET with Accept: application/json) before it is signed; send the binding token it gets in the Tabwire-Binding header'
+          : 'The Tabwire-Binding header is missing or is not the token the fetch of this login code was given',
+      );
+    }
     const identity = await this.o.store.identities.get(signature.legalId);
     if (!identity) throw new TabwireError('identity_not_found', `Identity "${signature.legalId}" does not exist`);
     const now = this.o.clock.now();

@@ -193,6 +193,16 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('server_keys_ring').on('server_keys').columns(['purpose', 'generation']).unique().execute();
     },
   },
+  '0010_code_scan_freshness': {
+    async up(db: Kysely<any>) {
+      // Codes that cannot be relayed (docs/relay.md): the seconds within which a signing app must fetch the
+      // code (null: no limit), when the first fetch bound it, and the SHA-256 of the binding token it got.
+      // One column per statement: SQLite's ALTER TABLE adds one column at a time.
+      await db.schema.alterTable('codes').addColumn('scan_seconds', 'integer').execute();
+      await db.schema.alterTable('codes').addColumn('fetched_at', 'bigint').execute();
+      await db.schema.alterTable('codes').addColumn('binding_hash', 'varchar(64)').execute();
+    },
+  },
 };
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */

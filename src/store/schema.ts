@@ -31,6 +31,12 @@ export interface CodesTable {
   signed_at: number | string | null;
   /** JSON of the event the settlement sent the code's tab (null when none). */
   tab_event: string | null;
+  /** Seconds after issue within which a signing app must fetch the code; null: no limit (docs/relay.md). */
+  scan_seconds: number | null;
+  /** When the first fetch bound the code (scan-limited codes only). */
+  fetched_at: number | string | null;
+  /** SHA-256 (hex) of the binding token the first fetch was given. */
+  binding_hash: string | null;
 }
 
 export interface IdentitiesTable {

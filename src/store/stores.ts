@@ -26,6 +26,15 @@ export interface LoginCode {
   state: CodeState;
   legalId: string | null;
   signedAt: number | null;
+  /**
+   * Scan freshness (docs/relay.md): a signing app must fetch the code within this many seconds of
+   * `createdAt`, and the first fetch binds it. Null: no limit, no binding (the default).
+   */
+  scanSeconds: number | null;
+  /** When the first fetch bound the code; null while unbound. */
+  fetchedAt: number | null;
+  /** SHA-256 (hex) of the binding token the first fetch was given; null while unbound. */
+  bindingHash: string | null;
 }
 
 /** How a code is settled. */
@@ -55,6 +64,11 @@ export interface CodeStore {
    * same transaction, so it exists if and only if this call settled the code.
    */
   settle(code: string, settlement: Settlement): Promise<boolean>;
+  /**
+   * Binds a pending, unexpired, unbound code to the fetch that gave out the token hashed as
+   * `bindingHash`, atomically: of concurrent callers exactly one gets true (docs/relay.md).
+   */
+  bind(code: string, bindingHash: string, now: number): Promise<boolean>;
   /**
    * Events settled codes sent to a tab of a session since `since` (signature time), oldest first:
    * what a tab that reconnects after a restart may have missed.

@@ -64,6 +64,7 @@ export function createQuickLoginArea(o: {
     log: log.child({ module: 'quicklogin' }),
     publicBaseUrl: config.publicBaseUrl,
     codeValidityMs: config.codeValiditySeconds * 1000,
+    codeScanSeconds: config.codeScanSeconds,
     modulePixels: config.qrModulePixels,
     allowCookielessQrRequests: config.allowCookielessQrRequests,
     awaitTab: (tabId) => registry.awaitRegistration(tabId),

@@ -11,7 +11,7 @@ const NOW = 1_700_000_000_000;
 const code = (id: string, over: Partial<LoginCode> = {}): LoginCode => ({
   code: id, tabId: 'tab-1234', sessionHash: 'h', origin: 'https://a.example', purpose: `purpose ${id}`, propertyFilter: 'A,B',
   attachmentFilter: null, serviceId: '', agentApiTimeout: 60, nonce: 'n', createdAt: NOW, expiresAt: NOW + 300_000, state: 'pending',
-  legalId: null, signedAt: null, ...over,
+  legalId: null, signedAt: null, scanSeconds: null, fetchedAt: null, bindingHash: null, ...over,
 });
 
 const callback = (id: string): Callback => ({
@@ -79,6 +79,32 @@ describe.each(BACKENDS)('code store on $name', (backend) => {
     expect(await s.store.codes.settle('once', { state: 'approved', legalId: 'l', now: NOW })).toBe(true);
     expect(await s.other.codes.settle('once', { state: 'approved', legalId: 'l', now: NOW })).toBe(false);
     expect(await s.store.codes.settle('missing', { state: 'approved', legalId: 'l', now: NOW })).toBe(false);
+  });
+
+  it('keeps the scan limit of a code, and binds it once: of two nodes binding at once exactly one wins, every time', async () => {
+    await s.store.codes.insert(code('scan-kept', { scanSeconds: 5 }));
+    expect(await s.other.codes.get('scan-kept')).toEqual(code('scan-kept', { scanSeconds: 5 }));
+    const ids = Array.from({ length: 20 }, (_, i) => `bind-${i}`);
+    await Promise.all(ids.map((id) => s.store.codes.insert(code(id, { scanSeconds: 5 }))));
+    for (const id of ids) {
+      const wins = await Promise.all([s.store.codes.bind(id, 'a'.repeat(64), NOW + 1), s.other.codes.bind(id, 'b'.repeat(64), NOW + 2)]);
+      expect(wins.filter(Boolean)).toHaveLength(1);
+      const bound = await s.store.codes.get(id);
+      expect(bound!.bindingHash).toBe(wins[0] ? 'a'.repeat(64) : 'b'.repeat(64));
+      expect(bound!.fetchedAt).toBe(wins[0] ? NOW + 1 : NOW + 2);
+      // Bound for good: a later fetch does not take it over.
+      expect(await s.other.codes.bind(id, 'c'.repeat(64), NOW + 3)).toBe(false);
+    }
+  });
+
+  it('does not bind an expired, a settled or a missing code', async () => {
+    await s.store.codes.insert(code('bind-old', { expiresAt: NOW, scanSeconds: 5 }));
+    expect(await s.store.codes.bind('bind-old', 'a'.repeat(64), NOW)).toBe(false);
+    await s.store.codes.insert(code('bind-used', { scanSeconds: 5 }));
+    expect(await s.store.codes.settle('bind-used', { state: 'approved', legalId: 'l', now: NOW })).toBe(true);
+    expect(await s.store.codes.bind('bind-used', 'a'.repeat(64), NOW)).toBe(false);
+    expect(await s.store.codes.bind('bind-missing', 'a'.repeat(64), NOW)).toBe(false);
+    expect((await s.store.codes.get('bind-used'))!.bindingHash).toBeNull();
   });
 
   it("recentTabEvents: the events a session's tab was sent since a time, oldest first, not another session's", async () => {

@@ -245,6 +245,34 @@ describe('real answers match the document', () => {
     tab.close();
   });
 
+  it('QuickLogin scan-limited codes: binding on first fetch, 409 code_bound, 410 code_too_old, 403 binding_required', async () => {
+    const tab = await openTab();
+    const headers = { cookie: tab.cookie };
+    const issue = async () => {
+      const qr = await call('POST', '/QuickLogin', '/QuickLogin', { body: { mode: 'text', purpose: 'OpenAPI', serviceId: '', tab: tab.tabId, scanSeconds: 1 }, headers });
+      expect(qr.status).toBe(200);
+      return new URL(qr.body.signUrl as string).pathname;
+    };
+    const path = await issue();
+    const late = await issue();
+    const first = await call('GET', '/QuickLogin/Sign/{code}', path);
+    expect(typeof first.body.binding).toBe('string');
+    const binding = { 'tabwire-binding': first.body.binding as string };
+    expect((await call('GET', '/QuickLogin/Sign/{code}', path)).body.code).toBe('code_bound');
+    expect((await call('GET', '/QuickLogin/Sign/{code}', path, { headers: binding })).status).toBe(200);
+    const { identity, privateKeyPem } = await makeIdentity(service, { FIRST: 'Ada' });
+    const signature = signEd25519(privateKeyFromPem(privateKeyPem), signedMessage(first.body.challenge as string, identity.id, 'approve'));
+    const body = { legalId: identity.id, signature, decision: 'approve' };
+    expect((await call('POST', '/QuickLogin/Sign/{code}', path, { body })).body.code).toBe('binding_required');
+    expect((await call('POST', '/QuickLogin/Sign/{code}/Dev', `${path}/Dev`, { body: { decision: 'approve' } })).body.code).toBe('binding_required');
+    expect((await call('POST', '/QuickLogin/Sign/{code}', path, { body, headers: binding })).body).toEqual({ state: 'approved' });
+    await tab.next('SignatureReceived');
+    service.clock.advance(2000);
+    expect((await call('GET', '/QuickLogin/Sign/{code}', late)).body.code).toBe('code_too_old');
+    expect((await call('GET', '/QuickLogin/Sign/{code}', path, { headers: { 'tabwire-binding': 'not a token' } })).status).toBe(400);
+    tab.close();
+  });
+
   it('the Agent API: accounts, tokens, identities, attachments, XMPP, with their refusals', async () => {
     const jwt = await account('ada');
     expect((await call('POST', '/Agent/Account/Create', '/Agent/Account/Create', { body: { userName: 'eve', password: 'correct horse battery' } })).body.code).toBe('api_key_missing');

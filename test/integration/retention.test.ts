@@ -23,6 +23,9 @@ function code(now: number, expiresInMs: number, state: LoginCode['state'] = 'pen
     state,
     legalId: null,
     signedAt: null,
+    scanSeconds: null,
+    fetchedAt: null,
+    bindingHash: null,
   };
 }
 

@@ -30,6 +30,9 @@ it('WAL checkpoints happen in the worker: the database file takes what was writt
       state: 'pending',
       legalId: null,
       signedAt: null,
+      scanSeconds: null,
+      fetchedAt: null,
+      bindingHash: null,
     });
   }
   // Automatic checkpoints are off on the connection that wrote: only the worker moves pages into the file.

@@ -99,12 +99,12 @@ function setup(options: Partial<QuickLoginOptions> = {}, answers: Answer[] = [])
 
 describe('startQuickLogin', () => {
   it('asks for a code for the tab once the channel is ready, with the request fields the service requires', async () => {
-    const { http, seen, clock } = setup({ propertyFilter: 'FIRST,LAST' });
+    const { http, seen, clock } = setup({ propertyFilter: 'FIRST,LAST', scanSeconds: 3 });
     await settle();
     expect(http.requests).toEqual([
       {
         url: 'https://auth.example.org/QuickLogin',
-        body: { mode: 'text', purpose: 'Log in', serviceId: '', tab: 'tab-0001', propertyFilter: 'FIRST,LAST' },
+        body: { mode: 'text', purpose: 'Log in', serviceId: '', tab: 'tab-0001', propertyFilter: 'FIRST,LAST', scanSeconds: 3 },
       },
     ]);
     expect(seen.codes).toHaveLength(1);

@@ -9,6 +9,7 @@ import { batchStart, GroupCommit, outboxCommitQueue, rowsChanged } from './group
 const PLACEHOLDER: LoginCode = {
   code: '', tabId: '', sessionHash: '', origin: '', purpose: '', propertyFilter: '', attachmentFilter: '', serviceId: '',
   agentApiTimeout: 0, nonce: '', createdAt: 0, expiresAt: 0, state: 'pending', legalId: '', signedAt: 0,
+  scanSeconds: 0, fetchedAt: 0, bindingHash: '',
 };
 
 const toCode = (row: Selectable<CodesTable>): LoginCode => ({
@@ -27,6 +28,9 @@ const toCode = (row: Selectable<CodesTable>): LoginCode => ({
   state: row.state as CodeState,
   legalId: row.legal_id,
   signedAt: row.signed_at === null ? null : Number(row.signed_at),
+  scanSeconds: row.scan_seconds === null ? null : Number(row.scan_seconds),
+  fetchedAt: row.fetched_at === null ? null : Number(row.fetched_at),
+  bindingHash: row.binding_hash,
 });
 
 const toRow = (c: LoginCode): Insertable<CodesTable> => ({
@@ -46,6 +50,9 @@ const toRow = (c: LoginCode): Insertable<CodesTable> => ({
   legal_id: c.legalId,
   signed_at: c.signedAt,
   tab_event: null,
+  scan_seconds: c.scanSeconds,
+  fetched_at: c.fetchedAt,
+  binding_hash: c.bindingHash,
 });
 
 /** A tab gets at most this many re-derived events on reconnect (a tab asks for one code at a time). */
@@ -102,6 +109,21 @@ export class SqlCodeStore implements CodeStore {
       await rowsChanged(trx, sql.insertCallback, Object.values(toCallbackRow(callback.callback, callback.leaseUntil ?? null)));
       return true;
     });
+  }
+
+  async bind(code: string, bindingHash: string, now: number): Promise<boolean> {
+    // One conditional UPDATE, like settle: of two apps fetching at once, the database lets exactly one
+    // set the hash (on PostgreSQL the second waits for the row lock, then sees binding_hash set and
+    // changes nothing), so exactly one of them holds a token that the signature POST will accept.
+    const result = await this.db
+      .updateTable('codes')
+      .set({ binding_hash: bindingHash, fetched_at: now })
+      .where('code', '=', code)
+      .where('state', '=', 'pending')
+      .where('binding_hash', 'is', null)
+      .where('expires_at', '>', now)
+      .executeTakeFirst();
+    return Number(result.numUpdatedRows) === 1;
   }
 
   private compiledSettle: { settle: CompiledQuery; insertCallback: CompiledQuery } | undefined;
