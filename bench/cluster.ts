@@ -280,6 +280,13 @@ async function logins(holder: NodeRig, via: NodeRig, origin: string, signer: Dev
     await waitUntil(async () => (await arrivalsOf()).length >= expected, 10_000, 100);
     const window = await close!();
     const loopReadings = await loops!();
+    // Where the signature path's time went on the node that took the signatures (printed as it is measured).
+    const phases = JSON.parse((await fetchOnce(via.server.port, 'GET', '/__bench/phases')).body.toString()) as Record<string, number[]>;
+    for (const [name, values] of Object.entries(phases)) {
+      const sorted = [...values].sort((x, y) => x - y);
+      const at = (q: number) => (sorted[Math.min(sorted.length - 1, Math.floor((q / 100) * sorted.length))] ?? 0).toFixed(2);
+      console.log(`  phases on ${via.name}: ${name.padEnd(22)} n=${sorted.length} p50 ${at(50)} p90 ${at(90)} p99 ${at(99)} max ${at(100)} ms; over 20 ms: ${sorted.filter((v) => v > 20).length}`);
+    }
     const arrived = new Map((await arrivalsOf()).map(([tab, at]) => [tab, BigInt(at)]));
     const latencies: number[] = [];
     let negative = 0;

@@ -12,6 +12,8 @@
  *   POST /__bench/binding-refresh  what the node's binding-refresh timer does, once, now (tab bindings in the
  *                               store, handler TTLs in Redis); answers how long it took
  *   GET  /__bench/loop          event-loop delay (p99, max ms; 1 ms sampling) and GC pauses since the last call, then resets
+ *   GET  /__bench/phases        durations (ms) of the signature path's parts since the last call, then resets:
+ *                               the signature POST as the server saw it, the store calls it makes, hub.deliver
  *   GET  /__bench/refreshes     the node's last presence refreshes (hub.refresh, cluster mode): [startNs, endNs]
  *                               pairs on CLOCK_MONOTONIC, so event latencies can be set beside them
  *
@@ -112,6 +114,34 @@ await serveAsChild(async () => {
       if (refreshes.length > 200) refreshes.shift();
     }
   };
+  // The signature path's parts, timed where the node sees them (the signature's tail: docs/benchmarks.md "Cluster").
+  const phases = new Map<string, number[]>();
+  const record = (name: string, ms: number) => {
+    const list = phases.get(name) ?? [];
+    if (list.length < 20_000) list.push(ms);
+    phases.set(name, list);
+  };
+  const timed = <T extends object>(target: T, method: keyof T & string, name: string) => {
+    const original = (target[method] as (...a: unknown[]) => Promise<unknown>).bind(target);
+    (target as Record<string, unknown>)[method] = async (...a: unknown[]) => {
+      const t = performance.now();
+      try {
+        return await original(...a);
+      } finally {
+        record(name, performance.now() - t);
+      }
+    };
+  };
+  timed(store.codes, 'get', 'store.codes.get');
+  timed(store.codes, 'settle', 'store.codes.settle');
+  timed(store.identities, 'get', 'store.identities.get');
+  timed(hub, 'deliver', 'hub.deliver');
+  app.addHook('onRequest', async (request) => {
+    (request as unknown as { benchStart: number }).benchStart = performance.now();
+  });
+  app.addHook('onResponse', async (request) => {
+    if (request.method === 'POST' && request.routeOptions.url === '/QuickLogin/Sign/:code') record('POST sign (server)', performance.now() - (request as unknown as { benchStart: number }).benchStart);
+  });
   /**
    * Events are addressed to a tab of a session: look each tab's session up once, before any timing (and
    * once per prefix and count: with a PostgreSQL store 10,000 look-ups take seconds).
@@ -155,6 +185,11 @@ await serveAsChild(async () => {
     return { count, ms, maxLateMs: Number(lateNs) / 1e6 };
   });
 
+  app.get('/__bench/phases', async () => {
+    const out = Object.fromEntries([...phases].map(([name, values]) => [name, values]));
+    phases.clear();
+    return out;
+  });
   app.get('/__bench/redis-counts', async () => Object.fromEntries(redisCounts));
   app.get('/__bench/refreshes', async () => refreshes);
   // Sampled every 1 ms; a sample is the time between two timer runs, so 1 ms is "no delay".
