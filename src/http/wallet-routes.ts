@@ -1,9 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { TabwireError } from '../errors.js';
 import { packageRoot } from '../package-root.js';
-import { media, problems } from './openapi-schemas.js';
+import { media, noBody, problems } from './openapi-schemas.js';
 
 /**
  * The web wallet (docs/wallet.md) at `/wallet/`: static files built by scripts/build-wallet.mjs into
@@ -49,7 +50,7 @@ export async function walletRoutes(app: FastifyInstance, o: WalletRoutesOptions 
 
   const tags = ['Pages'];
   // /wallet → /wallet/ keeping the query (an app link's ?sign=…); the fragment (#sign=…) stays with the browser.
-  app.get('/wallet', { schema: { tags, summary: 'Redirects to the web wallet at /wallet/', response: { 301: media('text/plain', 'To /wallet/'), ...problems() } } }, async (request, reply) => {
+  app.get('/wallet', { schema: { tags, summary: 'Redirects to the web wallet at /wallet/', response: { 301: noBody('Moved Permanently to /wallet/ (Location keeps the query)'), ...problems() } } }, async (request, reply) => {
     const query = request.url.indexOf('?');
     return reply.redirect(`/wallet/${query === -1 ? '' : request.url.slice(query)}`, 301);
   });
@@ -61,7 +62,9 @@ export async function walletRoutes(app: FastifyInstance, o: WalletRoutesOptions 
   for (const [name, content] of files ?? []) {
     if (name === 'index.html') continue;
     const type = TYPES[path.extname(name)]!.split(';')[0]!;
-    app.get(`/wallet/${name}`, { schema: { tags, summary: `A file of the web wallet (${name})`, response: { 200: media(type, 'The file'), ...problems() } } }, async (_request, reply) =>
+    // The web app manifest is JSON (W3C Web Application Manifest); the rest is text or bytes.
+    const body = type === 'application/manifest+json' ? media(type, 'The web app manifest', Type.Object({}, { additionalProperties: true })) : media(type, 'The file');
+    app.get(`/wallet/${name}`, { schema: { tags, summary: `A file of the web wallet (${name})`, response: { 200: body, ...problems() } } }, async (_request, reply) =>
       send(reply, name, content),
     );
   }
