@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
@@ -159,6 +160,11 @@ describe('the web wallet in Chromium', () => {
     expect(await page.getAttribute('#request-expires', 'datetime')).toMatch(/^\d{4}-\d\d-\d\dT/);
     // Focus moves to the request, so a screen reader reads who asks first.
     expect(await page.evaluate(() => document.activeElement?.id)).toBe('request');
+    // Nothing wider than the 390 px screen (no sideways scrolling), and who asks is in view.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    expect(await page.locator('#request-origin').isVisible()).toBe(true);
+    mkdirSync('tmp/screenshots', { recursive: true });
+    await page.screenshot({ path: 'tmp/screenshots/wallet-request.png' });
     await page.click('#approve');
     await page.waitForFunction(() => document.getElementById('request-outcome')!.textContent!.startsWith('Approved'));
     const received = await tab.next('SignatureReceived');
