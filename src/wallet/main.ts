@@ -10,7 +10,7 @@ import { toBase64 } from './encoding.js';
 import { createKey, loadKey, signText, type WalletKey } from './keys.js';
 import { label } from './labels.js';
 import { decodeFrame, decodeImage, decoderName } from './qr.js';
-import { checkChallenge, checkSignUrl, disclosed, RequestRefused, signUrlFromLocation, type IdentityView, type SignInfo } from './request.js';
+import { checkChallenge, checkSignUrl, disclosed, signUrlFromLocation, type IdentityView, type SignInfo } from './request.js';
 
 /** The flag the service's demo page reads to send "Approve on this device" here (same origin only). */
 export const WALLET_FLAG = 'tabwire.wallet';
@@ -184,7 +184,7 @@ function refusal(): string | undefined {
   if (!identity) return 'Apply for an identity first (step 3).';
   if (identity.State === 'Created') return 'Your identity is waiting for the operator\'s approval; it cannot sign yet.';
   if (identity.State !== 'Approved') return `Your identity is ${identity.State}; it cannot sign.`;
-  if (request.info.expires <= now()) return 'This request has expired. Ask the page for a new code.';
+  // The expiry is not checked against this device's clock, which may be off: the service decides (410).
   return undefined;
 }
 
@@ -233,13 +233,7 @@ async function openRequest(textValue: string): Promise<void> {
   alertText('');
   shown('request', false);
   request = undefined;
-  let url: URL;
-  try {
-    url = checkSignUrl(textValue, service);
-  } catch (err) {
-    if (err instanceof RequestRefused) throw err;
-    throw err;
-  }
+  const url = checkSignUrl(textValue, service);
   const info = await api.signInfo(url);
   checkChallenge(info, url);
   if (profile.identity?.State === 'Created' && signedIn()) await refreshIdentity().catch(() => undefined);

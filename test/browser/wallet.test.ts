@@ -5,6 +5,7 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from '../helpers/browser.js';
 import { runCli } from '../helpers/cli.js';
 import { registered } from '../helpers/http.js';
+import { assertFreshBuild } from '../helpers/process.js';
 import { decodePng } from '../helpers/qr-decode.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
@@ -67,6 +68,8 @@ const privateKeyExport = (page: Page) =>
   });
 
 beforeAll(async () => {
+  // The wallet is served from dist/wallet/ and the operator approves with the built CLI: both must be current.
+  assertFreshBuild();
   service = await startService({ openRegistration: true });
   browser = await launchChromium();
   // A phone-sized screen: everything below must work at 390 px.
@@ -226,6 +229,35 @@ describe('the web wallet in Chromium', () => {
     await page.click('#approve');
     expect(((await tab.next('SignatureReceived')).data as Record<string, unknown>).ClientPubKey).toBe(publicKey);
     await page.close();
+    tab.close();
+  });
+
+  it('uses the browser\'s BarcodeDetector when it reads QR codes (a stand-in here: desktop Linux Chromium has none)', async () => {
+    const tab = await TestTab.open(service.wsUrl);
+    await registered(service, tab.tabId);
+    const { signUrl } = await qrFor(tab, { purpose: 'Native scan' });
+    const native = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    await native.addInitScript((text: string) => {
+      (window as any).BarcodeDetector = class {
+        static async getSupportedFormats() {
+          return ['qr_code'];
+        }
+        async detect() {
+          return [{ rawValue: text }];
+        }
+      };
+    }, String(signUrl));
+    const page = watch(await native.newPage());
+    await page.goto(`${service.baseUrl}/wallet/`);
+    await page.waitForSelector('body[data-decoder]');
+    expect(await page.getAttribute('body', 'data-decoder')).toBe('BarcodeDetector');
+    const icon = Buffer.from(await (await fetch(`${service.baseUrl}/wallet/icon-192.png`)).arrayBuffer());
+    await page.setInputFiles('#qr-file', { name: 'photo.png', mimeType: 'image/png', buffer: icon });
+    await page.waitForSelector('#request:not([hidden])');
+    expect(await page.textContent('#request-purpose')).toBe('Native scan');
+    // This browser has no wallet set up: it shows the request and says why it cannot sign.
+    expect(await page.textContent('#request-refusal')).toBe('Make a key first (step 1).');
+    await native.close();
     tab.close();
   });
 
