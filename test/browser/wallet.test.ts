@@ -1,7 +1,8 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { PNG } from 'pngjs';
 import { launchChromium } from '../helpers/browser.js';
 import { runCli } from '../helpers/cli.js';
 import { registered } from '../helpers/http.js';
@@ -67,6 +68,24 @@ const privateKeyExport = (page: Page) =>
     return { extractable: pair.privateKey.extractable, algorithm: pair.privateKey.algorithm.name, exported };
   });
 
+/**
+ * One frame of YUV4MPEG2 (the file format Chromium's fake camera plays in a loop): the PNG's grey levels
+ * centred on white, colour planes neutral.
+ */
+function y4mOf(png: PNG, width: number, height: number): Buffer {
+  const y = Buffer.alloc(width * height, 235);
+  const left = Math.floor((width - png.width) / 2);
+  const top = Math.floor((height - png.height) / 2);
+  for (let row = 0; row < png.height; row++) {
+    for (let col = 0; col < png.width; col++) {
+      const i = (row * png.width + col) * 4;
+      y[(top + row) * width + left + col] = png.data[i]! < 128 ? 16 : 235;
+    }
+  }
+  const chroma = Buffer.alloc((width / 2) * (height / 2) * 2, 128);
+  return Buffer.concat([Buffer.from(`YUV4MPEG2 W${width} H${height} F10:1 Ip A1:1 C420jpeg\nFRAME\n`), y, chroma]);
+}
+
 beforeAll(async () => {
   // The wallet is served from dist/wallet/ and the operator approves with the built CLI: both must be current.
   assertFreshBuild();
@@ -97,12 +116,19 @@ describe('the web wallet in Chromium', () => {
     expect(manifest.icons.map((i) => i.sizes)).toEqual(['192x192', '512x512']);
     for (const icon of manifest.icons) expect((await fetch(`${service.baseUrl}/wallet/${icon.src}`)).headers.get('content-type')).toBe('image/png');
     const worker = await fetch(`${service.baseUrl}/wallet/sw.js`);
+    expect(worker.status).toBe(200);
     expect(worker.headers.get('content-type')).toContain('text/javascript');
   });
 
   it('makes a non-extractable Ed25519 key, signs in with a new account and applies for an identity', async () => {
     wallet = await openWallet('/wallet');
     expect(new URL(wallet.url()).pathname).toBe('/wallet/');
+    // Screen readers: every control has a label, and the page says its language.
+    const unlabelled = await wallet.evaluate(() =>
+      [...document.querySelectorAll('input')].filter((i) => (i.labels?.length ?? 0) === 0 && !i.getAttribute('aria-label')).map((i) => i.id),
+    );
+    expect(unlabelled).toEqual([]);
+    expect(await wallet.getAttribute('html', 'lang')).toBe('en');
     await wallet.click('#create-key');
     await wallet.waitForSelector('#key-info:not([hidden])');
     publicKey = (await wallet.textContent('#key-public'))!;
@@ -259,6 +285,36 @@ describe('the web wallet in Chromium', () => {
     expect(await page.textContent('#request-refusal')).toBe('Make a key first (step 1).');
     await native.close();
     tab.close();
+  });
+
+  it('scans a QR code with the camera (a fake camera that films the service PNG)', async () => {
+    const tab = await TestTab.open(service.wsUrl);
+    await registered(service, tab.tabId);
+    const code = await qrFor(tab, { mode: 'image', purpose: 'Camera login' });
+    const png = PNG.sync.read(Buffer.from(await (await fetch(String(code.src))).arrayBuffer()));
+    const video = join(service.dir, 'qr.y4m');
+    writeFileSync(video, y4mOf(png, 640, 480));
+    const camera = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--use-fake-device-for-media-stream', '--use-fake-ui-for-media-stream', `--use-file-for-fake-video-capture=${video}`],
+    });
+    try {
+      const phone = await camera.newContext({ viewport: { width: 390, height: 844 }, permissions: ['camera'] });
+      const page = watch(await phone.newPage());
+      await page.goto(`${service.baseUrl}/wallet/`);
+      await page.waitForSelector('body[data-ready="1"]');
+      await page.click('#scan');
+      await page.waitForSelector('#request:not([hidden])');
+      expect(await page.textContent('#scan-status')).toBe('Code read.');
+      expect(await page.textContent('#request-purpose')).toBe('Camera login');
+      // The camera is stopped once a code is read.
+      expect(await page.getAttribute('#scan', 'aria-pressed')).toBe('false');
+      expect(await page.isHidden('#camera')).toBe(true);
+    } finally {
+      await camera.close();
+      tab.close();
+    }
   });
 
   it('the demo page\'s "Approve on this device" opens the request in the wallet once it is set up', async () => {
