@@ -32,6 +32,8 @@ const boundary = {
   name: 'wallet-boundary',
   setup(build) {
     build.onResolve({ filter: /.*/ }, (args) => {
+      // The decoder is its own file, fetched on first use: the page's import stays a URL next to wallet.js.
+      if (args.kind === 'dynamic-import' && args.path === './jsqr.js' && inside(walletDir, args.importer)) return { path: './jsqr.js', external: true };
       if (args.kind === 'entry-point' || PACKAGES.has(args.path)) return undefined;
       if (inside(path.join(root, 'node_modules'), args.importer)) return undefined;
       const target = args.path.startsWith('.') ? path.resolve(args.resolveDir, args.path) : undefined;
@@ -58,7 +60,10 @@ const started = performance.now();
 await rm(out, { recursive: true, force: true });
 await mkdir(out, { recursive: true });
 await cp(assetsDir, out, { recursive: true });
-await esbuild.build({ ...common, entryPoints: [path.join(walletDir, 'main.ts')], outfile: path.join(out, 'wallet.js'), format: 'esm' });
+await Promise.all([
+  esbuild.build({ ...common, entryPoints: [path.join(walletDir, 'main.ts')], outfile: path.join(out, 'wallet.js'), format: 'esm' }),
+  esbuild.build({ ...common, entryPoints: [path.join(walletDir, 'jsqr.ts')], outfile: path.join(out, 'jsqr.js'), format: 'esm' }),
+]);
 
 if (service !== '') {
   const file = path.join(out, 'index.html');

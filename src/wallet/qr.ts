@@ -1,15 +1,13 @@
 /**
  * Reading a QR code: the browser's own BarcodeDetector (Shape Detection API) where it exists (phones'
  * Chromium; absent on desktop Linux Chromium), otherwise jsQR (a maintained pure-JS decoder, bundled
- * at build time; no eval, so the strict CSP holds). Pixels never leave the device.
+ * at build time into its own file, loaded on first use; no eval, so the strict CSP holds). Pixels never
+ * leave the device.
  */
-import jsQRModule from 'jsqr';
-
-type JsQR = typeof jsQRModule;
-// jsqr is a UMD bundle whose module object holds `default`; depending on the bundler's interop the
-// import is the function itself or that object.
-const jsQR: JsQR =
-  typeof jsQRModule === 'function' ? jsQRModule : (jsQRModule as unknown as { default: JsQR }).default;
+type JsQR = typeof import('./jsqr.js').jsQR;
+let fallback: Promise<JsQR> | undefined;
+// The decoder is a separate file, fetched the first time it is needed (and kept by the service worker).
+const loadJsQR = (): Promise<JsQR> => (fallback ??= import('./jsqr.js').then((m) => m.jsQR));
 
 interface DetectedBarcode {
   rawValue: string;
@@ -44,7 +42,8 @@ export async function decoderName(): Promise<'BarcodeDetector' | 'jsQR'> {
 }
 
 /** Decodes the pixels of a canvas with jsQR (both polarities: some screens show light-on-dark codes). */
-function decodePixels(canvas: HTMLCanvasElement): string | undefined {
+async function decodePixels(canvas: HTMLCanvasElement): Promise<string | undefined> {
+  const jsQR = await loadJsQR();
   const context = canvas.getContext('2d', { willReadFrequently: true });
   if (!context) return undefined;
   const { data, width, height } = context.getImageData(0, 0, canvas.width, canvas.height);

@@ -1,5 +1,5 @@
 /**
- * The wallet's service worker: keeps the app shell (page, script, style, manifest, icons) so the
+ * The wallet's service worker: keeps the app shell (page, scripts, style, manifest, icons) so the
  * wallet opens without a network. Network first, so a deployed update is seen at the next online
  * load; the cache answers only when the network fails. Nothing from the API is cached: a request to
  * sign is always fetched fresh. Scope: the wallet's folder only.
@@ -10,7 +10,7 @@ declare const self: ServiceWorkerGlobalScope;
 declare const WALLET_VERSION: string;
 
 const CACHE = `tabwire-wallet-${WALLET_VERSION}`;
-const SHELL = ['./', 'wallet.js', 'wallet.css', 'manifest.webmanifest', 'icon-192.png', 'icon-512.png'];
+const SHELL = ['./', 'wallet.js', 'jsqr.js', 'wallet.css', 'manifest.webmanifest', 'icon-192.png', 'icon-512.png'];
 
 self.addEventListener('install', (event) => {
   event.waitUntil(

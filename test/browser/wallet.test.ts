@@ -350,6 +350,8 @@ describe('the web wallet in Chromium', () => {
       await wallet.waitForSelector('body[data-ready="1"]');
       expect(await wallet.textContent('#key-public')).toBe(publicKey);
       expect(await wallet.textContent('#offline')).toContain('Offline');
+      // The decoder, loaded on demand, is in the offline copy too.
+      expect(await wallet.evaluate(async () => (await caches.match('/wallet/jsqr.js')) !== undefined)).toBe(true);
     } finally {
       await context.setOffline(false);
     }

@@ -20,7 +20,8 @@ describe('src/wallet', () => {
 
   it.each(sources.map((s) => [s.file, s.code]))('%s imports only ./, ../protocol/ and jsqr', (_file, code) => {
     for (const s of specifiersOf(code)) expect(s).toMatch(/^(\.\/[a-z-]+\.js|\.\.\/protocol\/[a-z-]+\.js|jsqr)$/);
-    expect(code).not.toMatch(/\bimport\s*\(|\brequire\s*\(/);
+    // The one dynamic import: the decoder's own file (docs/wallet.md "Scanning").
+    expect(code.replace(/\bimport\('\.\/jsqr\.js'\)/g, '')).not.toMatch(/\bimport\s*\(|\brequire\s*\(/);
   });
 
   it.each(sources.map((s) => [s.file, s.code]))('%s has no eval, no Function constructor, no HTML sinks', (_file, code) => {

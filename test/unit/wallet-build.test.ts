@@ -13,7 +13,7 @@ afterAll(() => rmSync(out, { recursive: true, force: true }));
 describe('scripts/build-wallet.mjs', () => {
   it('--service names the service in the page and in connect-src, and nothing else', async () => {
     await run(process.execPath, ['scripts/build-wallet.mjs', '--out', out, '--service', 'https://auth.example.org/ignored/path']);
-    for (const file of ['index.html', 'wallet.js', 'sw.js', 'wallet.css', 'manifest.webmanifest', 'icon-192.png', 'icon-512.png']) {
+    for (const file of ['index.html', 'wallet.js', 'jsqr.js', 'sw.js', 'wallet.css', 'manifest.webmanifest', 'icon-192.png', 'icon-512.png']) {
       expect(existsSync(join(out, file)), file).toBe(true);
     }
     const html = readFileSync(join(out, 'index.html'), 'utf8');
