@@ -101,6 +101,24 @@ function showIdentity(result) {
   $('result').hidden = false;
 }
 
+// The web wallet on this origin sets this flag once it holds an approved identity (docs/wallet.md); then
+// "Approve on this device" opens the request in the wallet (an app link). Without it the link opens the
+// approval page, which signs with the development identity on loopback deployments only.
+const WALLET_FLAG = 'tabwire.wallet';
+function walletReady() {
+  try {
+    return localStorage.getItem(WALLET_FLAG) === '1';
+  } catch {
+    return false; // storage blocked: no wallet on this browser
+  }
+}
+
+function sameDeviceLink(signUrl) {
+  if (!walletReady()) return signUrl;
+  $('same-device').textContent = 'Approve with the wallet on this device';
+  return `/wallet/#sign=${encodeURIComponent(signUrl)}`;
+}
+
 function showCode(code) {
   // The page is served by the service itself, possibly under another loopback name than the public
   // base (localhost vs 127.0.0.1): load the image from this page's own origin (and its CSP allows it).
@@ -109,7 +127,7 @@ function showCode(code) {
   $('qr').width = code.width;
   $('qr').height = code.height;
   $('qr-link').href = code.signUrl;
-  $('same-device').href = code.signUrl;
+  $('same-device').href = sameDeviceLink(code.signUrl);
   if (!notice) show('Waiting for a signature…');
 }
 

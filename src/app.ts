@@ -17,6 +17,7 @@ import { healthRoutes } from './http/health-routes.js';
 import { registerHttpMetrics } from './http/http-metrics.js';
 import { registerOpenApi } from './http/openapi.js';
 import { pagesRoutes } from './http/pages-routes.js';
+import { walletRoutes } from './http/wallet-routes.js';
 import { answerNodeRefusals, clientErrorHandler } from './http/client-error.js';
 import { preflightGuard } from './http/cors-preflight.js';
 import { rawProblemResponse, registerProblemHandlers, sendFrameworkError } from './http/problem.js';
@@ -168,6 +169,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   // Both hand out the session cookie, so a page's first QR request carries it even when the event
   // channel's handshake is still under way (docs/events.md "QR requests and the tab").
   await app.register(pagesRoutes, { cookies });
+  // The web wallet (docs/wallet.md): static files, no session cookie (it needs none).
+  await app.register(walletRoutes);
   await app.register(eventsScriptRoutes, { cookies });
   return app;
 }

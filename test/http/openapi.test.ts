@@ -38,14 +38,14 @@ const HIDDEN: Record<string, string> = {
 };
 
 /** Requests `path`, checks the answer against the document for `template`, and returns it. */
-async function call(method: string, template: string, path: string, init: { body?: unknown; headers?: Record<string, string> } = {}) {
+async function call(method: string, template: string, path: string, init: { body?: unknown; headers?: Record<string, string>; redirect?: RequestRedirect } = {}) {
   const headers: Record<string, string> = { ...init.headers };
   let body: string | undefined;
   if (init.body !== undefined) {
     body = typeof init.body === 'string' ? init.body : JSON.stringify(init.body);
     headers['content-type'] ??= 'application/json';
   }
-  const answer = await wire(await fetch(service.baseUrl + path, { method, headers, ...(body === undefined ? {} : { body }) }));
+  const answer = await wire(await fetch(service.baseUrl + path, { method, headers, redirect: init.redirect ?? 'follow', ...(body === undefined ? {} : { body }) }));
   checker.check(method, template, answer);
   return answer as WireAnswer & { body: any; headers: Headers };
 }
@@ -152,6 +152,11 @@ describe('real answers match the document', () => {
     for (const path of ['/healthz', '/readyz', '/metrics', '/', '/demo.js', '/sign.js', '/style.css', '/favicon.png', '/favicon.ico', '/QuickLogin/DevIdentity', '/.well-known/jwks.json', '/.well-known/tabwire/result-keys', '/.well-known/tabwire/webhook-key']) {
       expect((await call('GET', path, path)).status, path).toBe(200);
     }
+    // The web wallet (docs/wallet.md): its page and every file of its shell.
+    for (const file of ['', 'wallet.js', 'jsqr.js', 'sw.js', 'wallet.css', 'manifest.webmanifest', 'icon-192.png', 'icon-512.png']) {
+      expect((await call('GET', `/wallet/${file}`, `/wallet/${file}`)).status, file).toBe(200);
+    }
+    expect((await call('GET', '/wallet', '/wallet', { redirect: 'manual' })).status).toBe(301);
     const script = await call('GET', '/Events.js', '/Events.js');
     expect(script.status).toBe(200);
     expect((await call('GET', '/Events.js', '/Events.js', { headers: { 'if-none-match': script.headers.get('etag')! } })).status).toBe(304);
