@@ -64,10 +64,11 @@ export class Api {
     return answer<SignInfo>(await fetch(signUrl.href, { headers: { accept: 'application/json' }, credentials: 'omit' }));
   }
 
-  async decide(signUrl: URL, legalId: string, signature: string, decision: Decision): Promise<{ state: string }> {
+  /** `binding`: the token the fetch of a scan-limited code gave this app; the service refuses the decision without it. */
+  async decide(signUrl: URL, legalId: string, signature: string, decision: Decision, binding?: string): Promise<{ state: string }> {
     const response = await fetch(signUrl.href, {
       method: 'POST',
-      headers: JSON_HEADERS,
+      headers: binding === undefined ? JSON_HEADERS : { ...JSON_HEADERS, 'tabwire-binding': binding },
       body: JSON.stringify({ legalId, signature, decision }),
       credentials: 'omit',
     });

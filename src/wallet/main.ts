@@ -246,7 +246,7 @@ async function decide(decision: Decision): Promise<void> {
   const { url, info } = request;
   const signature = await signText(key, signedText(info.challenge, profile.identity.Id, decision));
   try {
-    const answer = await api.decide(url, profile.identity.Id, signature, decision);
+    const answer = await api.decide(url, profile.identity.Id, signature, decision, info.binding);
     text('request-outcome', answer.state === 'approved' ? 'Approved. You can return to the page that asked.' : 'Rejected. The page that asked has been told.');
   } catch (err) {
     if (err instanceof ApiError) text('request-outcome', `Not signed: ${err.message}`);

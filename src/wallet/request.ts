@@ -15,6 +15,8 @@ export interface SignInfo {
   challenge: string;
   propertyFilter: string | null;
   attachmentFilter: string | null;
+  /** Present when the code is scan-limited: this app's hold on it, sent back with the decision (docs/relay.md). */
+  binding?: string;
 }
 
 /** An identity as the Agent API shows it (times in Unix seconds). */

@@ -226,6 +226,22 @@ describe('the web wallet in Chromium', () => {
     tab.close();
   });
 
+  it('a scan-limited code (relay protection): the wallet sends back the binding its fetch got, and the approval counts', async () => {
+    const tab = await TestTab.open(service.wsUrl);
+    await registered(service, tab.tabId);
+    const { signUrl } = await qrFor(tab, { purpose: 'Log in, bound', scanSeconds: 30 });
+    const page = await openWallet(`/wallet/#sign=${encodeURIComponent(String(signUrl))}`);
+    await page.waitForSelector('#request:not([hidden])');
+    await page.click('#approve');
+    await page.waitForFunction(() => document.getElementById('request-outcome')!.textContent!.startsWith('Approved'));
+    const received = await tab.next('SignatureReceived');
+    expect(received.data).toMatchObject({ Purpose: 'Log in, bound' });
+    // The code is bound to the wallet's fetch: another app fetching it now is refused.
+    expect((await fetch(String(signUrl), { headers: { accept: 'application/json' } })).status).not.toBe(200);
+    await page.close();
+    tab.close();
+  });
+
   it('refuses a signUrl of another host than the one the identity belongs to, and says why', async () => {
     const port = new URL(service.baseUrl).port;
     const foreign = `http://localhost:${port}/QuickLogin/Sign/AAAAAAAAAAAAAAAAAAAAAA`;
