@@ -130,7 +130,10 @@ export class LeaderRunner {
     }
     if (renewed === true) this.#validUntil = sentAt + this.#o.lease.ttlMs;
     else if (renewed === false) await this.#stepDown('lost', false);
-    else if (sentAt + this.#o.renewEveryMs >= this.#validUntil) await this.#stepDown('unconfirmed', true);
+    // Unconfirmed: step down unless the next attempt (an interval from now, and up to half an interval
+    // long) would still end before the hold can. Checking only "the next attempt starts in time" let a
+    // timer that fired a little early push the step-down past the end of the hold under load.
+    else if (sentAt + this.#o.renewEveryMs * 1.5 >= this.#validUntil) await this.#stepDown('unconfirmed', true);
   }
 
   async #stepDown(reason: 'stopped' | 'lost' | 'unconfirmed', release: boolean): Promise<void> {
