@@ -8,6 +8,7 @@ import { maySign, type Identity } from '../identity/identity.js';
 import { verifyEd25519 } from '../identity/keys.js';
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
 import type { TabEvent } from '../protocol/frames.js';
+import type { SignInfo } from '../protocol/signing.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
 import { bindingMatches, effectiveScanSeconds, hashBinding, newBindingToken } from './binding.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
@@ -48,21 +49,7 @@ export type QrResponse =
   | { signUrl: string; text: string };
 
 /** What a signing app is shown before it signs (GET /QuickLogin/Sign/{code}). */
-export interface SignInfo {
-  code: string;
-  purpose: string;
-  origin: string | null;
-  requester: string | null;
-  expires: number;
-  challenge: string;
-  propertyFilter: string | null;
-  attachmentFilter: string | null;
-  /**
-   * Scan-limited codes only (docs/relay.md): the binding token, given to the first fetch and echoed to a
-   * later fetch that presents it. The signature POST must carry it.
-   */
-  binding?: string;
-}
+export type { SignInfo };
 
 export interface Signature {
   legalId: string;

@@ -3,21 +3,10 @@
  * wallet may sign it (the host check), and what would be disclosed. Pure functions (no DOM), so the
  * rules are unit-tested without a browser.
  */
+import type { SignInfo } from '../protocol/signing.js';
 import { buildChallenge, nonceOf } from './challenge.js';
 
-/** `GET {signUrl}` with Accept: application/json (docs/signing.md "Flow", step 3). */
-export interface SignInfo {
-  code: string;
-  purpose: string;
-  origin: string | null;
-  requester: string | null;
-  expires: number;
-  challenge: string;
-  propertyFilter: string | null;
-  attachmentFilter: string | null;
-  /** Present when the code is scan-limited: this app's hold on it, sent back with the decision (docs/relay.md). */
-  binding?: string;
-}
+export type { SignInfo } from '../protocol/signing.js';
 
 /** An identity as the Agent API shows it (times in Unix seconds). */
 export interface IdentityView {
