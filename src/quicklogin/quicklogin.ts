@@ -14,14 +14,11 @@ import { bindingMatches, effectiveScanSeconds, hashBinding, newBindingToken } fr
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
-import { encodeQr, qrSizeFor } from './qr-matrix.js';
-import { pngSide, renderPng } from './qr-png.js';
-import { renderText } from './qr-text.js';
+import { QrAnswers, type QrMode, type QrResponse } from './qr-answer.js';
 import { buildResult, parseFilter } from './result.js';
 import type { ServerSigner } from './server-signer.js';
 
-export const QR_MODES = ['image', 'base64', 'text'] as const;
-export type QrMode = (typeof QR_MODES)[number];
+export { QR_MODES, type QrMode, type QrResponse } from './qr-answer.js';
 
 /** A QR request (docs/signing.md), already schema-validated. */
 export interface QrRequest {
@@ -41,12 +38,6 @@ export interface Caller {
   sessionHash: string | null;
   origin: string | null;
 }
-
-/** docs/signing.md: exactly these fields per mode. */
-export type QrResponse =
-  | { signUrl: string; src: string; width: number; height: number }
-  | { signUrl: string; base64: string; contentType: 'image/png'; width: number; height: number }
-  | { signUrl: string; text: string };
 
 /** What a signing app is shown before it signs (GET /QuickLogin/Sign/{code}). */
 export type { SignInfo };
@@ -102,13 +93,15 @@ export interface QuickLoginOptions {
 /** QuickLogin domain: issue codes, render them, take signatures, deliver results (docs/signing.md). */
 export class QuickLogin {
   private readonly serviceHost: string;
+  private readonly qr: QrAnswers;
 
   constructor(private readonly o: QuickLoginOptions) {
     this.serviceHost = new URL(o.publicBaseUrl).host;
+    this.qr = new QrAnswers({ publicBaseUrl: o.publicBaseUrl, modulePixels: o.modulePixels });
   }
 
   signUrl(code: string): string {
-    return `${this.o.publicBaseUrl}/QuickLogin/Sign/${code}`;
+    return this.qr.signUrl(code);
   }
 
   /**
@@ -142,7 +135,7 @@ export class QuickLogin {
       bindingHash: null,
     };
     await this.o.store.codes.insert(record);
-    return this.render(request.mode, code);
+    return this.qr.answer(request.mode, code);
   }
 
   /**
@@ -172,34 +165,13 @@ export class QuickLogin {
     return binding.session;
   }
 
-  private render(mode: QrMode, code: string): QrResponse {
-    const signUrl = this.signUrl(code);
-    switch (mode) {
-      case 'image': {
-        // No encoding here: the size follows from the URL's length (qr-matrix.ts); the PNG is made on GET.
-        const side = pngSide(qrSizeFor(signUrl), this.o.modulePixels);
-        // Absolute on the public base: existing pages put `src` into <img src> as given, so a relative
-        // one would load from the page's own host (docs/signing.md "QR images").
-        return { signUrl, src: `${this.o.publicBaseUrl}/QuickLogin/Qr/${code}.png`, width: side, height: side };
-      }
-      case 'base64': {
-        const matrix = encodeQr(signUrl);
-        const side = pngSide(matrix.size, this.o.modulePixels);
-        const base64 = renderPng(matrix, this.o.modulePixels).toString('base64');
-        return { signUrl, base64, contentType: 'image/png', width: side, height: side };
-      }
-      case 'text':
-        return { signUrl, text: renderText(encodeQr(signUrl)) };
-    }
-  }
-
   /** The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached; undefined otherwise. */
   async qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
     const record = await this.o.store.codes.get(code);
     const now = this.o.clock.now();
     if (!record || record.expiresAt <= now) return undefined;
-    const png = renderPng(encodeQr(this.signUrl(code)), this.o.modulePixels, palette);
+    const png = this.qr.png(code, palette);
     return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };
   }
 

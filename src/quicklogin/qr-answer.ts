@@ -1,0 +1,51 @@
+import type { QrPalette } from './qr-colours.js';
+import { encodeQr, qrSizeFor } from './qr-matrix.js';
+import { pngSide, renderPng } from './qr-png.js';
+import { renderText } from './qr-text.js';
+
+export const QR_MODES = ['image', 'base64', 'text'] as const;
+export type QrMode = (typeof QR_MODES)[number];
+
+/** docs/signing.md: exactly these fields per mode. */
+export type QrResponse =
+  | { signUrl: string; src: string; width: number; height: number }
+  | { signUrl: string; base64: string; contentType: 'image/png'; width: number; height: number }
+  | { signUrl: string; text: string };
+
+/**
+ * What a QR request answers for a code, and the PNG of `image` mode: every signUrl of a service is
+ * `<publicBaseUrl>/QuickLogin/Sign/<code>`, drawn `modulePixels` to a module.
+ */
+export class QrAnswers {
+  constructor(private readonly o: { publicBaseUrl: string; modulePixels: number }) {}
+
+  signUrl(code: string): string {
+    return `${this.o.publicBaseUrl}/QuickLogin/Sign/${code}`;
+  }
+
+  answer(mode: QrMode, code: string): QrResponse {
+    const signUrl = this.signUrl(code);
+    switch (mode) {
+      case 'image': {
+        // No encoding here: the size follows from the URL's length (qr-matrix.ts); the PNG is made on GET.
+        const side = pngSide(qrSizeFor(signUrl), this.o.modulePixels);
+        // Absolute on the public base: existing pages put `src` into <img src> as given, so a relative
+        // one would load from the page's own host (docs/signing.md "QR images").
+        return { signUrl, src: `${this.o.publicBaseUrl}/QuickLogin/Qr/${code}.png`, width: side, height: side };
+      }
+      case 'base64': {
+        const matrix = encodeQr(signUrl);
+        const side = pngSide(matrix.size, this.o.modulePixels);
+        const base64 = renderPng(matrix, this.o.modulePixels).toString('base64');
+        return { signUrl, base64, contentType: 'image/png', width: side, height: side };
+      }
+      case 'text':
+        return { signUrl, text: renderText(encodeQr(signUrl)) };
+    }
+  }
+
+  /** The code's PNG (in `palette`, default black on white). */
+  png(code: string, palette?: QrPalette): Buffer {
+    return renderPng(encodeQr(this.signUrl(code)), this.o.modulePixels, palette);
+  }
+}
