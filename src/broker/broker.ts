@@ -92,6 +92,8 @@ export interface PublishOutcome {
   unsent: DeliveryFallback[];
   /** Events without a fallback the bounds pushed out unsent (metrics). */
   dropped: { overflow: number; expired: number };
+  /** The broker announced the event on the bus itself (with its append, in one round trip): nobody else does. */
+  announced: boolean;
 }
 
 export interface StreamRead {

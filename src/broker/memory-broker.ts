@@ -43,14 +43,14 @@ export class MemoryBroker implements Broker {
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
     const key = addressKey(to);
     let stream = this.live(key, now);
-    if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
+    if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
     stream ??= this.create(key, now);
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback });
     const overflow = this.settle(stream, stream.entries.splice(0, Math.max(0, stream.entries.length - this.bounds.limit)));
     const expired = this.settle(stream, this.expire(stream, now));
-    return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped } };
+    return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped }, announced: false };
   }
 
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {

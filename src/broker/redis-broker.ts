@@ -69,7 +69,12 @@ local function extend(ttl)
 end
 `;
 
-/** KEYS m ev p nodes; ARGV now epoch limit cutoff ttl requireConnected entryTail */
+/**
+ * KEYS m ev p nodes; ARGV now epoch limit cutoff ttl requireConnected entryTail channel head tail.
+ * With a channel, the bus message announcing the event is published here too: `head` id `tail`, the id
+ * printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
+ * exponent form. One round trip instead of two on every event's path (docs/redis.md "Event streams").
+ */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
 if ARGV[6] == '1' then
@@ -83,7 +88,11 @@ redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
 local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]))
 -- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs).
 extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
-local result = {1, redis.call('HGET', KEYS[1], 'e'), off, overflow, expired}
+local epoch = redis.call('HGET', KEYS[1], 'e')
+if ARGV[8] ~= '' then
+  redis.call('PUBLISH', ARGV[8], ARGV[9] .. string.format('%.0f', tonumber(epoch) + off) .. ARGV[10])
+end
+local result = {1, epoch, off, overflow, expired}
 for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
 
@@ -185,25 +194,44 @@ function parseEntry(raw: string, epoch: number): Parsed {
   return { id, at: Number(raw.slice(a + 1, b)), frame: { type: body.type, data: body.data, id }, fallback: body.fallback };
 }
 
+/**
+ * The bus message announcing an event (bus.ts `{ kind: 'event', to, frame }`, as RedisBus publishes it)
+ * around the place of its id, which only the script knows: `frameBody` is the frame's JSON without it.
+ */
+function announcementAround(to: TabAddress, frameBody: string): [string, string] {
+  return [`{"kind":"event","to":${JSON.stringify(to)},"frame":${frameBody.slice(0, -1)},"id":`, '}}'];
+}
+
 const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
   raws.map((raw) => parseEntry(String(raw), 0).fallback).filter((f): f is DeliveryFallback => f !== undefined);
+
+export interface RedisBrokerOptions {
+  /** Put before every key; separates deployments sharing one Redis. Default `tabwire:`. */
+  prefix?: string;
+  /** A second command connection for the periodic presence refresh (see `refresh`). */
+  refreshConnection?: Redis;
+  /**
+   * The bus channel (prefixed) of a RedisBus on the same Redis: each event is then announced on it by
+   * the script that appends it, and `publish` says so (`announced`), so the hub does not publish again.
+   */
+  announceChannel?: string;
+}
 
 export class RedisBroker implements Broker {
   private readonly redis: Redis & BrokerCommands;
   /** Lifetime of the keys of a tab nobody holds (after its last event or drop). */
   private readonly ttl: number;
   private readonly nodes: string;
+  private readonly prefix: string;
+  private readonly refreshConnection: Redis | undefined;
+  private readonly announceChannel: string;
 
-  /**
-   * `redis`: a command connection (not a subscriber); `prefix` separates deployments sharing one Redis;
-   * `refreshConnection`: a second command connection for the periodic presence refresh (see `refresh`).
-   */
-  constructor(
-    redis: Redis,
-    private readonly bounds: BrokerBounds,
-    private readonly prefix = 'tabwire:',
-    private readonly refreshConnection?: Redis,
-  ) {
+  /** `redis`: a command connection (not a subscriber). */
+  constructor(redis: Redis, private readonly bounds: BrokerBounds, options: RedisBrokerOptions = {}) {
+    this.prefix = options.prefix ?? 'tabwire:';
+    this.refreshConnection = options.refreshConnection;
+    this.announceChannel = options.announceChannel ?? '';
+    const { refreshConnection } = this;
     for (const connection of refreshConnection ? [redis, refreshConnection] : [redis]) {
       connection.defineCommand('twPublish', { numberOfKeys: 4, lua: PUBLISH });
       connection.defineCommand('twRead', { numberOfKeys: 3, lua: READ });
@@ -215,16 +243,23 @@ export class RedisBroker implements Broker {
     }
     this.redis = redis as Redis & BrokerCommands;
     this.ttl = bounds.idleStreamMs + bounds.presenceTtlMs;
-    this.nodes = `${prefix}nodes`;
+    this.nodes = `${this.prefix}nodes`;
   }
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
-    const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
+    const frameBody = JSON.stringify({ type: event.type, data: event.data });
+    const body = fallback ? JSON.stringify({ type: event.type, data: event.data, fallback }) : frameBody;
     const [m, ev, p] = this.keys(to);
-    const reply = await this.redis.twPublish(m, ev, p, this.nodes, now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`);
-    if (Number(reply[0]) === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
+    const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, frameBody);
+    const reply = await this.redis.twPublish(
+      m, ev, p, this.nodes,
+      now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`,
+      this.announceChannel, head, tail,
+    );
+    if (Number(reply[0]) === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
     const id = Number(reply[1]) + Number(reply[2]);
     return {
+      announced: this.announceChannel !== '',
       frame: { type: event.type, data: event.data, id },
       unsent: fallbacksOf(reply.slice(5)),
       dropped: { overflow: Number(reply[3]), expired: Number(reply[4]) },

@@ -166,7 +166,7 @@ export class Hub implements Delivery {
     if (outcome.dropped.expired > 0) this.o.counters?.dropped('expired', outcome.dropped.expired);
     if (!outcome.frame) return this.fallBack([fallback!]);
     this.o.counters?.delivered();
-    await this.o.bus.publish({ kind: 'event', to, frame: outcome.frame });
+    if (!outcome.announced) await this.o.bus.publish({ kind: 'event', to, frame: outcome.frame });
   }
 
   /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { MemoryBroker } from '../broker/memory-broker.js';
 import type { Broker, BrokerBounds } from '../broker/broker.js';
 import type { Bus } from '../bus/bus.js';
+import { BUS_CHANNEL } from '../bus/redis-bus.js';
 import { randomUUID } from 'node:crypto';
 import { RedisBroker } from '../broker/redis-broker.js';
 import { createBus, createLeases } from '../cluster/factories.js';
@@ -64,8 +65,14 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   const clustered = deps.broker !== undefined || redis !== undefined;
   const presenceTtlMs = clustered ? PRESENCE_TTL_MS : SINGLE_NODE_PRESENCE_MS;
   const bounds = brokerBounds(config, presenceTtlMs);
-  // The presence refresh has a connection of its own, so the node's events never queue behind it.
-  const broker = deps.broker ?? (redis ? new RedisBroker(redis.client, bounds, redis.prefix, redis.duplicate('presence')) : new MemoryBroker(bounds));
+  // The presence refresh has a connection of its own, so the node's events never queue behind it. With
+  // the node's own RedisBus on the same Redis, the broker announces each event in the script that appends it.
+  const announceChannel = deps.bus === undefined && redis ? redis.channel(BUS_CHANNEL) : undefined;
+  const broker =
+    deps.broker ??
+    (redis
+      ? new RedisBroker(redis.client, bounds, { prefix: redis.prefix, refreshConnection: redis.duplicate('presence'), ...(announceChannel ? { announceChannel } : {}) })
+      : new MemoryBroker(bounds));
   return {
     store,
     bus,

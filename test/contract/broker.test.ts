@@ -51,7 +51,7 @@ const backends: Backend[] = [
     make: () => {
       const connection = new Redis(redis.url, { lazyConnect: false });
       connections.push(connection);
-      return new RedisBroker(connection, bounds, 'test:');
+      return new RedisBroker(connection, bounds, { prefix: 'test:' });
     },
     lose: async () => {
       const c = new Redis(redis.url);
@@ -192,7 +192,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
     if (backend.name !== 'redis') return; // only Redis expires state by itself
     const inspect = new Redis(redis.url);
     connections.push(inspect);
-    const held = new RedisBroker(inspect, { ...bounds, keepAliveMs: 600_000 }, 'test:');
+    const held = new RedisBroker(inspect, { ...bounds, keepAliveMs: 600_000 }, { prefix: 'test:' });
     await held.hold(A, 'node-1', T0 + 1e9, T0);
     await held.publish(A, ev(1), T0);
     const keys = await inspect.keys('test:t:*');
@@ -220,11 +220,51 @@ describe('redis broker across nodes', () => {
     const c1 = new Redis(redis.url);
     const c2 = new Redis(redis.url);
     connections.push(c1, c2);
-    const n1 = new RedisBroker(c1, bounds, 'race:');
-    const n2 = new RedisBroker(c2, { ...bounds, limit: 1000 }, 'race:');
+    const n1 = new RedisBroker(c1, bounds, { prefix: 'race:' });
+    const n2 = new RedisBroker(c2, { ...bounds, limit: 1000 }, { prefix: 'race:' });
     const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? n1 : n2).publish(A, ev(i), T0)));
     const ids = outcomes.map((o) => o.frame!.id).sort((x, y) => x - y);
     expect(new Set(ids).size).toBe(200);
     expect(ids.at(-1)! - ids[0]!).toBe(199);
+  });
+});
+
+describe('redis broker announcing on the bus', () => {
+  it('publishes the bus message of each appended event in the same script, with the id the append gave', async () => {
+    const command = new Redis(redis.url);
+    const subscriber = new Redis(redis.url);
+    connections.push(command, subscriber);
+    const heard: unknown[] = [];
+    await subscriber.subscribe('ann:bus');
+    subscriber.on('message', (_channel: string, payload: string) => heard.push(JSON.parse(payload)));
+    const broker = new RedisBroker(command, bounds, { prefix: 'ann:', announceChannel: 'ann:bus' });
+    // Real clock values: ids near 1.8e15 must reach the message digit for digit, not in exponent form.
+    const now = Date.now();
+    await broker.hold(A, 'node-1', now + 1e9, now);
+    const plain = await broker.publish(A, { type: 'Quoted', data: { text: 'a "b" \u00e9' } }, now);
+    const noData = await broker.publish(A, { type: 'Bare', data: undefined }, now + 1);
+    const withFallback = await broker.publish(A, ev(3), now + 2, fb(3));
+    const notConnected = await broker.publish(B, ev(4), now + 3, fb(4));
+    expect([plain.announced, noData.announced, withFallback.announced]).toEqual([true, true, true]);
+    expect(notConnected.frame).toBeUndefined();
+    await expect.poll(() => heard.length).toBe(3);
+    // The fallback stays in the stream for the node that stores it; the tab's frame never carries it.
+    expect(heard).toEqual([plain, noData, withFallback].map((o) => ({ kind: 'event', to: A, frame: JSON.parse(JSON.stringify(o.frame)) })));
+    expect(plain.frame!.id).toBeGreaterThan(1e15);
+  });
+
+  it('without a channel publishes nothing and says so, so the hub announces the event itself', async () => {
+    const command = new Redis(redis.url);
+    const subscriber = new Redis(redis.url);
+    connections.push(command, subscriber);
+    const heard: string[] = [];
+    await subscriber.psubscribe('*');
+    subscriber.on('pmessage', (_pattern: string, channel: string) => heard.push(channel));
+    const outcome = await new RedisBroker(command, bounds, { prefix: 'quiet:' }).publish(A, ev(1), T0);
+    expect(outcome.announced).toBe(false);
+    expect(outcome.frame?.id).toBeGreaterThan(0);
+    // Pub/sub keeps one connection's messages in order: once the marker arrives, anything before it has too.
+    await command.publish('marker', 'x');
+    await expect.poll(() => heard).toEqual(['marker']);
   });
 });
