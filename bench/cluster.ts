@@ -466,6 +466,15 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
         ], publicBaseUrl, meter),
       );
     }
+    // The budget's comparison: the embedded node's workload (its TABS waiting tabs, the same logins)
+    // spread over the two nodes, so both sides ask the same of this machine's two cores.
+    const perNode = Math.min(TABS, Math.max(Math.ceil(TABS / 2), LOGIN_WARMUP + LOGINS));
+    for (const n of nodes) await n.clients.call('close', { from: perNode, to: TABS }, 120_000);
+    for (const n of nodes) {
+      const settledAt = await waitUntil(async () => (await connected(n.server.port)) === perNode, 30_000, 200);
+      expect(settledAt, `${n.name} still counts ${await connected(n.server.port)} tabs after closing down to ${perNode}`);
+    }
+    const sameLoad = { tabsPerNode: perNode, login: await logins(a, b, publicBaseUrl, signer, meter) };
     let closed = 0;
     for (const n of nodes) closed += (await n.clients.call<{ unexpectedCloses: number }>('stats')).unexpectedCloses;
     return {
@@ -480,6 +489,7 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
       deliver,
       deliverLocal,
       login,
+      sameLoad,
       qr,
       closedByServer: closed,
       nodeNames: ['node A', 'node B'],

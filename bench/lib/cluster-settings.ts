@@ -107,6 +107,8 @@ export interface Side {
   deliver: DeliverRun;
   deliverLocal?: DeliverRun;
   login: LoginRun;
+  /** Cluster: the logins again with the tabs per node cut to `tabsPerNode` (the embedded node's tabs in all). */
+  sameLoad?: { tabsPerNode: number; login: LoginRun };
   qr: QrRound[];
   closedByServer: number;
   nodeNames: string[];

@@ -11,6 +11,7 @@
  *   setup   {port, origin, prefix, pingMs}
  *   warmup  {count}: opens, registers, unregisters and closes `count` tabs (first-use costs off the books)
  *   open    {from, to, concurrency}: opens and registers tabs tabIdOf(prefix, i), i in [from, to)
+ *   close   {from, to}: closes tabs from..to-1 as a leaving page does (close 1000); not counted as unexpected
  *   cookies {from, to}: the session cookies (`tabwire_sid=…`) of tabs from..to-1
  *   latency-reset / latency-count / latency-result / latency-samples: `BenchLatency` events (data.t = sender's
  *           CLOCK_MONOTONIC ns); latency-samples answers [sent ns, ms] per event
@@ -41,6 +42,8 @@ let failed = 0;
 let firstError: string | undefined;
 let unexpectedCloses = 0;
 let stopping = false;
+/** Tabs closed on purpose (`close`): their close events are expected. */
+const leaving = new Set<WebSocket>();
 const received = new Map<string, number>();
 let latencies: number[] = [];
 /** The send time (CLOCK_MONOTONIC ns, as text) of each latency sample. */
@@ -107,7 +110,7 @@ function openTab(s: Setup, n: number, keep: boolean): Promise<Tab> {
       if (keep) {
         ws.on('message', (raw) => onFrame(id, raw));
         ws.on('close', () => {
-          if (!stopping) unexpectedCloses++;
+          if (!stopping && !leaving.delete(ws)) unexpectedCloses++;
         });
       }
       resolve(tab);
@@ -182,6 +185,21 @@ serveWorker(
         }
       });
       return { opened, failed, firstError, ms: performance.now() - started, total: tabs.size };
+    },
+    async close(a: { from: number; to: number }) {
+      const closing: Promise<void>[] = [];
+      for (let n = a.from; n < a.to; n++) {
+        const tab = tabs.get(n);
+        if (!tab) continue;
+        tabs.delete(n);
+        clearTimeout(tab.ping);
+        clearInterval(tab.ping);
+        leaving.add(tab.ws);
+        closing.push(new Promise<void>((resolve) => tab.ws.once('close', () => resolve())));
+        tab.ws.close(1000, 'page left');
+      }
+      await Promise.all(closing);
+      return { closed: closing.length, total: tabs.size };
     },
     cookies(a: { from: number; to: number }) {
       const out: string[] = [];
