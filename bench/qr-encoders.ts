@@ -195,7 +195,7 @@ export const qrEncoders: Benchmark = {
   description: 'QR encoders on npm, byte mode and EC M, for this service\'s signUrls: rate, symbol size, decodability by jsQR',
   async run(): Promise<BenchReport> {
     const idle = await backgroundLoad();
-    const sets = URLS.map((u) => ({ ...u, urls: Array.from({ length: POOL }, () => `${u.base}${newCode()}`) }));
+    const sets = URLS.map((u) => ({ ...u, urls: Array.from({ length: POOL }, () => `${u.base}${newCode(Date.now())}`) }));
     const specs: OperationSpec[] = [];
     for (const set of sets) {
       const at = (i: number): string => set.urls[i % POOL]!;

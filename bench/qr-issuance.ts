@@ -477,7 +477,7 @@ export const qrIssuance: Benchmark = {
       const tabwirePort = await freePort();
       const barePort = await freePort();
       const base = `http://127.0.0.1:${tabwirePort}`;
-      const urls = Array.from({ length: URL_POOL }, () => `${base}/QuickLogin/Sign/${newCode()}`);
+      const urls = Array.from({ length: URL_POOL }, () => `${base}/QuickLogin/Sign/${newCode(Date.now())}`);
       const matrix = encodeQr(urls[0]!);
       const version = (matrix.size - 17) / 4;
 

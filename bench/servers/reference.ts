@@ -11,6 +11,6 @@ const POOL = 1024;
  * so they have the length, and QR version, of the URLs the service issues.
  */
 export function encodeReference(urlBase: string, timing: { warmupMs: number; durationMs: number }): Measurement {
-  const urls = Array.from({ length: POOL }, () => `${urlBase}${newCode()}`);
+  const urls = Array.from({ length: POOL }, () => `${urlBase}${newCode(Date.now())}`);
   return measureSync('ref', 'encodeQr(url) in the server process', 'matrix', (i) => encodeQr(urls[i % POOL]!), timing);
 }

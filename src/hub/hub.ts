@@ -249,6 +249,11 @@ export class Hub implements Delivery {
     return (await this.o.broker.presence(address, this.o.clock.now())).connected;
   }
 
+  /** Whether this node holds the tab for the session (registered here, not released or forgotten). */
+  holdsHere(address: TabAddress): boolean {
+    return this.tabs.has(addressKey(address));
+  }
+
   /** Whether the tab has a live connection on this node (or a long-poll within its gap). */
   isConnectedHere(address: TabAddress): boolean {
     const tab = this.tabs.get(addressKey(address));

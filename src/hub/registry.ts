@@ -124,6 +124,10 @@ export class TabRegistry {
    * unbound tab is bound to the caller first; otherwise an unbound tab is `tab_not_registered`.
    */
   async requireOwner(tabId: string, session: string, o: { bindIfFree: false } | { bindIfFree: true; origin: string | null }): Promise<TabAddress> {
+    // A tab this node holds for the session is bound to that session: a binding is removed only once no
+    // node holds the tab. So a page's QR refreshes (one every 2 s, just past the owner cache's lifetime)
+    // need no store look-up while its connection is here.
+    if (this.o.hub.holdsHere({ tabId, session })) return { tabId, session };
     const owner = this.owners.get(tabId) ?? (await this.o.tabs.sessionOf(tabId));
     if (owner === undefined) {
       if (!o.bindIfFree) throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not registered`);

@@ -1,6 +1,6 @@
 import { randomFillSync } from 'node:crypto';
 
-/** Bytes of randomness in a login code and in a nonce (128 bits each, base64url: 22 characters). */
+/** Bytes of randomness in a nonce (128 bits, base64url: 22 characters); a login code has 96 and a time prefix. */
 const TOKEN_BYTES = 16;
 /** Tokens drawn from the CSPRNG at once. */
 const POOL_TOKENS = 256;
@@ -9,22 +9,45 @@ const pool = Buffer.alloc(TOKEN_BYTES * POOL_TOKENS);
 let next = POOL_TOKENS;
 
 /**
- * 128 random bits as base64url, from a pool the CSPRNG refills 256 tokens at a time (the way
- * crypto.randomUUID caches its randomness): every QR request takes two, and one call into the CSPRNG
- * per token was about 2 µs each on the QR hot path (docs/benchmarks.md). Each token's bytes are used
- * once and never again, so the pool changes nothing about what is random.
+ * `bytes` (at most 16) random bytes as base64url, from a pool the CSPRNG refills 256 tokens at a time
+ * (the way crypto.randomUUID caches its randomness): every QR request takes two, and one call into the
+ * CSPRNG per token was about 2 µs each on the QR hot path (docs/benchmarks.md). Each token's bytes are
+ * used once and never again, so the pool changes nothing about what is random.
  */
-function randomToken(): string {
+function randomToken(bytes = TOKEN_BYTES): string {
   if (next === POOL_TOKENS) {
     randomFillSync(pool);
     next = 0;
   }
   const start = next++ * TOKEN_BYTES;
-  return pool.toString('base64url', start, start + TOKEN_BYTES);
+  return pool.toString('base64url', start, start + bytes);
 }
 
-/** 128-bit random, URL-safe login code (docs/signing.md). */
-export const newCode = (): string => randomToken();
+/** The 64 base64url characters in ASCII order: a number written with them sorts as the number does. */
+const SORTED_DIGITS = '-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz';
+/** A code's time prefix: 6 characters, 36 bits of milliseconds (the count starts over every ~795 days). */
+const TIME_CHARS = 6;
+/** The random part: 96 bits, 16 base64url characters. */
+const CODE_RANDOM_BYTES = 12;
+
+function timePrefix(ms: number): string {
+  let rest = Math.floor(ms) % 2 ** (6 * TIME_CHARS);
+  let out = '';
+  for (let i = 0; i < TIME_CHARS; i++) {
+    out = SORTED_DIGITS[rest % 64]! + out;
+    rest = Math.floor(rest / 64);
+  }
+  return out;
+}
+
+/**
+ * A login code (docs/signing.md): 22 URL-safe characters, a 36-bit millisecond time prefix then 96 random
+ * bits. Codes are stored keyed by the code, one per QR refresh of every waiting page: with a random key
+ * each insert wrote into a random page of the key's index (about 6 KB of WAL per code, twice the insert's
+ * CPU); codes issued in order go to the index's end (docs/benchmarks.md "Waiting people"). What makes a
+ * code unguessable is the random part; the prefix only tells when it was issued, which its page shows anyway.
+ */
+export const newCode = (now: number): string => timePrefix(now) + randomToken(CODE_RANDOM_BYTES);
 
 /** Server nonce included in the challenge. */
 export const newNonce = (): string => randomToken();

@@ -112,7 +112,7 @@ export class QuickLogin {
     if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
     const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
     const now = this.o.clock.now();
-    const code = newCode();
+    const code = newCode(now);
     const record: LoginCode = {
       code,
       tabId: request.tab,

@@ -41,3 +41,51 @@ it('WAL checkpoints happen in the worker: the database file takes what was writt
   // The last connection to close checkpoints the rest and removes the WAL.
   expect(() => statSync(`${file}-wal`)).toThrow();
 });
+
+it('a WAL grown past its bound under writes that never pause is emptied, and no write fails meanwhile', async () => {
+  const file = join(dir, 'truncate.sqlite');
+  const store = await openSqliteStore(file);
+  const walSize = (): number => {
+    try {
+      return statSync(`${file}-wal`).size;
+    } catch {
+      return 0;
+    }
+  };
+  const now = Date.now();
+  let largest = 0;
+  let emptiedAfterBound = false;
+  // Random keys and long rows: each insert adds several KB to the log, so the 32 MiB bound comes soon.
+  for (let i = 0; i < 3_000 && !emptiedAfterBound; i++) {
+    await Promise.all(
+      Array.from({ length: 20 }, (_, k) =>
+        store.codes.insert({
+          code: `${Math.random().toString(36).slice(2)}${i}-${k}`.padEnd(22, 'x').slice(0, 22),
+          tabId: 'tab-00000001',
+          sessionHash: null,
+          origin: null,
+          purpose: 'p'.repeat(2_000),
+          propertyFilter: null,
+          attachmentFilter: null,
+          serviceId: '',
+          agentApiTimeout: null,
+          nonce: 'n'.repeat(32),
+          createdAt: now,
+          expiresAt: now + 300_000,
+          state: 'pending',
+          legalId: null,
+          signedAt: null,
+          scanSeconds: null,
+          fetchedAt: null,
+          bindingHash: null,
+        }),
+      ),
+    );
+    const size = walSize();
+    largest = Math.max(largest, size);
+    if (largest > 32 * 1024 * 1024 && size < largest / 4) emptiedAfterBound = true;
+  }
+  expect(largest).toBeGreaterThan(32 * 1024 * 1024);
+  expect(emptiedAfterBound).toBe(true);
+  await store.close();
+}, 120_000);

@@ -41,7 +41,8 @@ export async function openSqliteStore(file: string): Promise<Store> {
   await migrateBesideOthers(db);
   // Checkpoints run in a worker from now on (checkpointer.ts); an in-memory database has no WAL.
   // If the worker fails, SQLite's own automatic checkpoints take over again: slower, never wrong.
-  const checkpointer = file === ':memory:' ? undefined : new Checkpointer(file, () => sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'));
+  const hold = (work: () => Promise<void>) => db.connection().execute(work);
+  const checkpointer = file === ':memory:' ? undefined : new Checkpointer(file, hold, () => sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'));
   if (checkpointer) sqlite.pragma('wal_autocheckpoint = 0');
   return createSqlStore(db, sqliteFlavour, async () => {
     await checkpointer?.stop();
