@@ -1,13 +1,13 @@
 /**
  * Waiting-people benchmark: how many people one tabwire node serves while they wait on a login
  * page. Each waiting page holds a registered WebSocket (Ping every 10 s) and asks for a new QR code
- * 2 s after each answer, as the service's demo page does. N rises in steps until p99 of a refresh
+ * 2 s after each answer, as the reference pages do. N rises in steps until p99 of a refresh
  * exceeds 100 ms or anything fails; the largest N that held is then held again for 60 s and
  * reported with the server's CPU and RSS. Server and load run in separate processes on loopback,
  * one core each (bench/lib/waiting-rig.ts). See docs/benchmarks.md "Waiting people".
  *
- * BENCH_WAITING_MODE=text measures the reference pages' `text` mode instead of the demo page's
- * `image` mode (POST, then the PNG); BENCH_PIN=off leaves both cores to the scheduler.
+ * The default is a reference page with data-mode="text" (one POST per refresh); BENCH_WAITING_MODE=image
+ * measures the demo page's `image` mode (POST, then the PNG); BENCH_PIN=off leaves both cores to the scheduler.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -96,7 +96,9 @@ const describeErrors = (r: WindowResult): string =>
     .join(', ')}${r.closes > 0 ? `${Object.keys(r.errorKinds).length > 0 ? ', ' : ''}${r.closes} WebSockets closed by the server` : ''}${r.firstError ? `; first: ${r.firstError}` : ''}`;
 
 export function waitingMode(): WaitingMode {
-  const mode = process.env.BENCH_WAITING_MODE ?? 'image';
+  // The reference pages' `text` mode by default: one request per refresh, and the mode the capacity question
+  // was first asked in (text issuance rate x 2 s = people served); the demo page's `image` mode on request.
+  const mode = process.env.BENCH_WAITING_MODE ?? 'text';
   if (mode !== 'image' && mode !== 'text') throw new Error(`BENCH_WAITING_MODE must be image or text, not ${mode}`);
   return mode;
 }

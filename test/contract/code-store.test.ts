@@ -128,6 +128,18 @@ describe.each(BACKENDS)('code store on $name', (backend) => {
     expect(await s.store.codes.get('exp-b')).toBeDefined();
   });
 
+  it('deleteExpired deletes more expired codes than one slice holds, and counts them all', async () => {
+    await s.store.codes.deleteExpired(100_000); // what earlier tests left, all expired before these
+    const expired = Array.from({ length: 4_500 }, (_, i) => code(`bulk-${i}`, { expiresAt: 100_000 + i }));
+    await Promise.all(expired.map((c) => s.store.codes.insert(c)));
+    await s.store.codes.insert(code('bulk-live', { expiresAt: 200_000 }));
+    expect(await s.store.codes.deleteExpired(150_000)).toBe(4_500);
+    expect(await s.store.codes.get('bulk-0')).toBeUndefined();
+    expect(await s.store.codes.get('bulk-4499')).toBeUndefined();
+    expect(await s.store.codes.get('bulk-live')).toBeDefined();
+    expect(await s.store.codes.deleteExpired(150_000)).toBe(0);
+  });
+
   it('refuses what the columns cannot hold on every backend: 1.5 s as agentApiTimeout, a 65-character tab id', async () => {
     await expect(s.store.codes.insert(code('frac', { agentApiTimeout: 1.5 }))).rejects.toBeInstanceOf(StoreValueError);
     await expect(s.store.codes.insert(code('long', { tabId: 't'.repeat(65) }))).rejects.toThrow(/codes.tab_id holds at most 64/);
