@@ -242,7 +242,7 @@ export const waitingPeople: Benchmark = {
         title: waitingPeople.description,
         context: [
           machineLine(),
-          `tabwire: ${revision()}; libraries: qrcode ${versionOf('qrcode')}, fastify ${versionOf('fastify')}, ws ${versionOf('ws')}, better-sqlite3 ${versionOf('better-sqlite3')}`,
+          `tabwire: ${revision()}; libraries: qr ${versionOf('qr')}, fastify ${versionOf('fastify')}, ws ${versionOf('ws')}, better-sqlite3 ${versionOf('better-sqlite3')}`,
           `cores: ${pin ? split : `not pinned (${split})`}`,
           modeLine,
           `each tab: own WebSocket (subprotocol ls, Origin of the service), own session cookie from the 101's Set-Cookie, Register, Ping every 10 s; a new code ${PERIOD_MS / 1000} s after each answer, first requests spread evenly over ${PERIOD_MS / 1000} s`,
