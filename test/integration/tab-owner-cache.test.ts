@@ -22,7 +22,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-it('looks a tab owner up once per 2 s, and forgets it with the binding', async () => {
+/** A registry on its own hub whose owner look-ups in the store are counted. */
+function counted(): { clock: ManualClock; registry: TabRegistry; lookups: () => number } {
   const clock = new ManualClock();
   let lookups = 0;
   const tabs = Object.assign(Object.create(store.tabs) as Store['tabs'], {
@@ -34,17 +35,22 @@ it('looks a tab owner up once per 2 s, and forgets it with the binding', async (
   const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
   const hub = new Hub({ bus: new MemoryBus(), broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined });
   const registry = new TabRegistry({ tabs, codes: store.codes, hub, clock, resultReplayMs: 60_000, registrationWaitMs: 100 });
+  return { clock, registry, lookups: () => lookups };
+}
+
+it('looks a tab owner up once per 2 s, and forgets it with the binding', async () => {
+  const { clock, registry, lookups } = counted();
   await store.tabs.bind('tab-00000042', 'session-a', clock.now(), null);
 
   const address = await registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false });
   expect(address).toEqual({ tabId: 'tab-00000042', session: 'session-a' });
   await registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false });
   await expect(registry.requireOwner('tab-00000042', 'session-b', { bindIfFree: false })).rejects.toMatchObject({ code: 'tab_session_mismatch' });
-  expect(lookups).toBe(1);
+  expect(lookups()).toBe(1);
 
   clock.advance(2_000);
   await registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false });
-  expect(lookups).toBe(2);
+  expect(lookups()).toBe(2);
 
   await registry.removeBinding(address);
   await expect(registry.requireOwner('tab-00000042', 'session-a', { bindIfFree: false })).rejects.toMatchObject({ code: 'tab_not_registered' });
@@ -53,17 +59,7 @@ it('looks a tab owner up once per 2 s, and forgets it with the binding', async (
 });
 
 it('asks the store nothing for a tab this node holds for the caller, and asks again once it let the tab go', async () => {
-  const clock = new ManualClock();
-  let lookups = 0;
-  const tabs = Object.assign(Object.create(store.tabs) as Store['tabs'], {
-    sessionOf: (tabId: string) => {
-      lookups++;
-      return store.tabs.sessionOf(tabId);
-    },
-  });
-  const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
-  const hub = new Hub({ bus: new MemoryBus(), broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined });
-  const registry = new TabRegistry({ tabs, codes: store.codes, hub, clock, resultReplayMs: 60_000, registrationWaitMs: 100 });
+  const { clock, registry, lookups } = counted();
   const connection = { transport: 'websocket' as const, open: true, send: () => true, close: () => undefined };
   expect(await registry.register('tab-00000077', 'session-a', connection, 'http://127.0.0.1/')).toBe('ok');
 
@@ -72,14 +68,14 @@ it('asks the store nothing for a tab this node holds for the caller, and asks ag
     clock.advance(2_050);
     expect(await registry.requireOwner('tab-00000077', 'session-a', { bindIfFree: false })).toEqual({ tabId: 'tab-00000077', session: 'session-a' });
   }
-  expect(lookups).toBe(0);
+  expect(lookups()).toBe(0);
   // Another session is still refused, from the stored binding.
   await expect(registry.requireOwner('tab-00000077', 'session-b', { bindIfFree: true, origin: null })).rejects.toMatchObject({ code: 'tab_session_mismatch' });
 
   await registry.unregister({ tabId: 'tab-00000077', session: 'session-a' });
   clock.advance(2_050);
   // Let go here: the store decides again (the binding went with the Unregister).
-  const before = lookups;
+  const before = lookups();
   await expect(registry.requireOwner('tab-00000077', 'session-a', { bindIfFree: false })).rejects.toMatchObject({ code: 'tab_not_registered' });
-  expect(lookups).toBe(before + 1);
+  expect(lookups()).toBe(before + 1);
 });
