@@ -82,8 +82,8 @@ export type HoldConnection = (work: () => Promise<void>) => Promise<void>;
  *
  * Emptying the log (TRUNCATE) must have no writer in the way. When the worker ran it against a busy
  * main connection, that connection's next write met SQLITE_BUSY and slept in SQLite's busy handler,
- * which blocks the event loop: 60-110 ms stalls every few seconds with 6,000 QR codes a second
- * (docs/benchmarks.md "Waiting people"). So the worker asks, the main thread takes its connection
+ * which blocks the event loop for as long as the checkpoint takes (docs/benchmarks.md "Waiting
+ * people"). So the worker asks, the main thread takes its connection
  * through Kysely's queue (`hold`), and the worker truncates while queries wait without blocking anything.
  */
 export class Checkpointer {
@@ -91,6 +91,8 @@ export class Checkpointer {
   private readonly exited: Promise<void>;
   /** Resolves the hold of the TRUNCATE under way. */
   private truncated: (() => void) | undefined;
+  /** The worker has exited. */
+  private gone = false;
 
   /** `onFailure`: the worker could not run (the caller turns automatic checkpoints back on). */
   constructor(file: string, hold: HoldConnection, onFailure: (err: unknown) => void) {
@@ -102,6 +104,8 @@ export class Checkpointer {
       else if (message === 'truncate?') {
         const truncateWhileHeld = () =>
           new Promise<void>((resolve) => {
+            // The hold may come after the worker stopped (the store closing): nobody would end it.
+            if (this.gone) return resolve();
             this.truncated = resolve;
             this.worker.postMessage('truncate');
           });
@@ -113,6 +117,7 @@ export class Checkpointer {
     this.exited = new Promise((resolve) =>
       this.worker.once('exit', () => {
         // A hold must never outlive the worker that would end it.
+        this.gone = true;
         this.endHold();
         resolve();
       }),
