@@ -62,12 +62,13 @@ export function renderPng(matrix: QrMatrix, modulePixels: number, palette?: QrPa
   const rowBytes = 1 + Math.ceil(side / 8); // filter byte + packed pixels
   const raw = Buffer.allocUnsafe(rowBytes * side).fill(0xff); // 1 = white; filter bytes set below
   const masks = columnMasks(matrix.size, modulePixels);
-  for (let r = 0; r < matrix.size; r++) {
+  const { size, words, bits } = matrix;
+  for (let r = 0; r < size; r++) {
     // Paint the module row's first pixel row in place, then copy it down: doubling copies, so a
     // module of 6 pixels costs 3 copies, not 5.
     const start = (r + QUIET_ZONE) * modulePixels * rowBytes;
-    for (let c = 0; c < matrix.size; c++) {
-      if (!matrix.dark(r, c)) continue;
+    for (let c = 0; c < size; c++) {
+      if (((bits[r * words + (c >>> 5)]! >>> (c & 31)) & 1) === 0) continue;
       const column = masks[c]!;
       for (let i = 0; i < column.length; i += 2) raw[start + column[i]!]! &= column[i + 1]!;
     }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { encodeQr, qrSizeFor, QUIET_ZONE } from '../../src/quicklogin/qr-matrix.js';
+import { encodeQr, encodeQrPublic, qrSizeFor, QUIET_ZONE } from '../../src/quicklogin/qr-matrix.js';
 import { renderPng } from '../../src/quicklogin/qr-png.js';
 import { renderText } from '../../src/quicklogin/qr-text.js';
 import { decodePng, decodeText } from '../helpers/qr-decode.js';
@@ -46,6 +46,27 @@ describe('every signUrl of a service has one symbol size (image mode answers wid
     const loopback = qrSizeFor(`${BASES['loopback default']}/QuickLogin/Sign/${'A'.repeat(22)}`);
     const long = qrSizeFor(`${BASES.long}/QuickLogin/Sign/${'A'.repeat(22)}`);
     expect([loopback, long]).toEqual([33, 45]); // versions 4 and 7 (version 7 and up carry version information)
+  });
+});
+
+describe('the fast path (the library\'s own steps) draws what its public encodeQR draws', () => {
+  it.each(Object.entries(BASES))('%s base: module for module, mask included, on random codes', (_, base) => {
+    fc.assert(
+      fc.property(codes, (code) => {
+        const url = `${base}/QuickLogin/Sign/${code}`;
+        const fast = encodeQr(url);
+        const reference = encodeQrPublic(url);
+        return fast.size === reference.size && fast.words === reference.words && Buffer.from(fast.bits.buffer).equals(Buffer.from(reference.bits.buffer));
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('a matrix stays as it was drawn after later encodes (the library reuses its work matrix)', () => {
+    const first = encodeQr(`${BASES.public}/QuickLogin/Sign/${'A'.repeat(22)}`);
+    const copy = first.bits.slice();
+    encodeQr(`${BASES.public}/QuickLogin/Sign/${'B'.repeat(22)}`);
+    expect(first.bits).toEqual(copy);
   });
 });
 
