@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyInstance } from 'fastify';
 import { TabwireError } from '../errors.js';
-import type { QuickLogin } from '../quicklogin/quicklogin.js';
+import { SerializedJson, type QuickLogin } from '../quicklogin/quicklogin.js';
 import { resolvePalette } from '../quicklogin/qr-colours.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { BackendRegistrations } from '../callbacks/registrations.js';
@@ -114,7 +114,10 @@ export async function quickLoginRoutes(fastify: FastifyInstance, o: QuickLoginRo
     // Each QR request stores a code: counted per session and per address before anything is stored.
     await o.limits.qr(request, sessionHash);
     const response = await o.quickLogin.requestQr(qrRequest, { origin, sessionHash });
-    return reply.header('cache-control', 'no-store').send(response);
+    reply.header('cache-control', 'no-store');
+    // Already JSON (text mode): sent as it is, past the response serialiser.
+    if (response instanceof SerializedJson) return reply.type('application/json; charset=utf-8').send(response.bytes);
+    return reply.send(response);
   });
 
   app.get(

@@ -1,7 +1,7 @@
 import type { QrPalette } from './qr-colours.js';
 import { encodeQr, qrSizeFor } from './qr-matrix.js';
 import { pngSide, renderPng } from './qr-png.js';
-import { renderText } from './qr-text.js';
+import { textAnswerJson } from './qr-text.js';
 
 export const QR_MODES = ['image', 'base64', 'text'] as const;
 export type QrMode = (typeof QR_MODES)[number];
@@ -11,6 +11,14 @@ export type QrResponse =
   | { signUrl: string; src: string; width: number; height: number }
   | { signUrl: string; base64: string; contentType: 'image/png'; width: number; height: number }
   | { signUrl: string; text: string };
+
+/**
+ * An answer already serialised: JSON as UTF-8 bytes, sent as it is. `text` mode's answer is written
+ * this way (qr-text.ts); it has the fields of its QrResponse.
+ */
+export class SerializedJson {
+  constructor(readonly bytes: Buffer) {}
+}
 
 /**
  * What a QR request answers for a code, and the PNG of `image` mode: every signUrl of a service is
@@ -23,7 +31,7 @@ export class QrAnswers {
     return `${this.o.publicBaseUrl}/QuickLogin/Sign/${code}`;
   }
 
-  answer(mode: QrMode, code: string): QrResponse {
+  answer(mode: QrMode, code: string): QrResponse | SerializedJson {
     const signUrl = this.signUrl(code);
     switch (mode) {
       case 'image': {
@@ -40,7 +48,7 @@ export class QrAnswers {
         return { signUrl, base64, contentType: 'image/png', width: side, height: side };
       }
       case 'text':
-        return { signUrl, text: renderText(encodeQr(signUrl)) };
+        return new SerializedJson(textAnswerJson(signUrl, encodeQr(signUrl)));
     }
   }
 

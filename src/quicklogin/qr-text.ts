@@ -1,64 +1,84 @@
 import { QUIET_ZONE, type QrMatrix } from './qr-matrix.js';
 
 // Each character covers two module rows: upper and lower half. Dark modules are drawn, so the
-// block reads dark-on-light in a page's <pre> (docs/signing.md).
-const BOTH = 0x2588; // █
-const UPPER = 0x2580; // ▀
-const LOWER = 0x2584; // ▄
-const NONE = 0x20; // space
-const NEWLINE = 0x0a;
+// block reads dark-on-light in a page's <pre> (docs/signing.md). The three blocks are U+2588 █,
+// U+2580 ▀ and U+2584 ▄: UTF-8 E2 96 xx, told apart by the last byte.
+const BLOCK_LEAD_1 = 0xe2;
+const BLOCK_LEAD_2 = 0x96;
+/** Last UTF-8 byte by (upper << 1) | lower; 0 (both light) is a space. */
+const BLOCK_LAST = [0, 0x84, 0x80, 0x88];
+const SPACE = 0x20;
 
-const charFor = (upper: number, lower: number): number => (upper ? (lower ? BOTH : UPPER) : lower ? LOWER : NONE);
+const NEWLINE = Buffer.from('\n');
+/** The line break inside a JSON string. */
+const ESCAPED_NEWLINE = Buffer.from('\\n');
 
-/**
- * Two neighbouring characters as one 32-bit word, indexed by (upper bits << 2) | lower bits of two
- * columns, the left column in bit 0. Built through a 16-bit view so the two characters land in the
- * platform's own order, the order the 32-bit writes below use.
- */
-const PAIRS = (() => {
-  const units = new Uint16Array(32);
-  for (let i = 0; i < 16; i++) {
-    const upper = i >> 2;
-    const lower = i & 3;
-    units[2 * i] = charFor(upper & 1, lower & 1);
-    units[2 * i + 1] = charFor(upper >> 1, lower >> 1);
-  }
-  return new Uint32Array(units.buffer);
-})();
+/** Bytes `writeLines` writes at most: every module a 3-byte block, quiet zone spaces, breaks between lines. */
+function maxBytes(matrix: QrMatrix, newline: Buffer): number {
+  const side = matrix.size + 2 * QUIET_ZONE;
+  const lines = Math.ceil(side / 2);
+  return lines * (2 * QUIET_ZONE + 3 * matrix.size) + (lines - 1) * newline.length;
+}
 
 /**
- * Renders a QR matrix as lines of Unicode half blocks with a quiet zone of spaces. The characters
- * are written as UTF-16 code units into one buffer and decoded once, two columns per write from a
- * 16-entry table: a character at a time cost about twice as much (docs/benchmarks.md), and `text`
- * mode does this on every request.
+ * Writes the QR as lines of Unicode half blocks with a quiet zone of spaces, UTF-8, into `out` from
+ * `at`, the lines separated by `newline`; returns where it ends. Written as bytes because `text`
+ * mode sends them on every request: a string built and then serialised as JSON and encoded as
+ * UTF-8 cost three times as much (docs/benchmarks.md).
  */
-export function renderText(matrix: QrMatrix): string {
+function writeLines(matrix: QrMatrix, out: Buffer, at: number, newline: Buffer): number {
   const { size, words, bits } = matrix;
   const side = size + 2 * QUIET_ZONE;
-  // A line is the side plus its newline. A symbol's size is odd (17 + 4 * version), so a line and
-  // the quiet zone have an even number of units: the symbol starts on a 32-bit boundary, and the
-  // last pair of a row spills one column into the quiet zone, where the matrix holds zeros.
-  const width = side + 1;
-  const lines = Math.ceil(side / 2);
-  const units = new Uint16Array(lines * width).fill(NONE);
-  const pairs = new Uint32Array(units.buffer);
-  for (let line = 0; line < lines; line++) {
-    const start = line * width;
-    if (line > 0) units[start - 1] = NEWLINE;
-    const top = 2 * line - QUIET_ZONE;
+  let k = at;
+  for (let top = -QUIET_ZONE; top < size + QUIET_ZONE; top += 2) {
+    if (top > -QUIET_ZONE) k += newline.copy(out, k);
     const bottom = top + 1;
-    if (bottom < 0 || top >= size) continue; // both rows in the quiet zone
+    if (bottom < 0 || top >= size) {
+      out.fill(SPACE, k, k + side);
+      k += side;
+      continue;
+    }
     const topAt = top >= 0 ? top * words : -1;
     const bottomAt = bottom < size ? bottom * words : -1;
-    let at = (start + QUIET_ZONE) >>> 1;
-    for (let c = 0; c < size; c += 2, at++) {
+    out.fill(SPACE, k, k + QUIET_ZONE);
+    k += QUIET_ZONE;
+    for (let c = 0; c < size; c++) {
       const word = c >>> 5;
-      const shift = c & 31; // even, so both columns sit in the same word
-      const upper = topAt < 0 ? 0 : (bits[topAt + word]! >>> shift) & 3;
-      const lower = bottomAt < 0 ? 0 : (bits[bottomAt + word]! >>> shift) & 3;
-      pairs[at] = PAIRS[(upper << 2) | lower]!;
+      const shift = c & 31;
+      const upper = topAt < 0 ? 0 : (bits[topAt + word]! >>> shift) & 1;
+      const lower = bottomAt < 0 ? 0 : (bits[bottomAt + word]! >>> shift) & 1;
+      const block = (upper << 1) | lower;
+      if (block === 0) {
+        out[k++] = SPACE;
+      } else {
+        out[k++] = BLOCK_LEAD_1;
+        out[k++] = BLOCK_LEAD_2;
+        out[k++] = BLOCK_LAST[block]!;
+      }
     }
+    out.fill(SPACE, k, k + QUIET_ZONE);
+    k += QUIET_ZONE;
   }
-  // The last line has no newline: its slot is left out.
-  return Buffer.from(units.buffer, 0, units.byteLength - 2).toString('utf16le');
+  return k;
+}
+
+/** The QR as text: lines of half blocks separated by "\n", without a trailing newline. */
+export function renderText(matrix: QrMatrix): string {
+  const out = Buffer.allocUnsafe(maxBytes(matrix, NEWLINE));
+  return out.toString('utf8', 0, writeLines(matrix, out, 0, NEWLINE));
+}
+
+/**
+ * The whole `text` mode answer as JSON bytes, `{"signUrl":…,"text":…}`, with the text written
+ * straight into the JSON string: its characters are half blocks, spaces and line breaks, and only
+ * the line break needs escaping.
+ */
+export function textAnswerJson(signUrl: string, matrix: QrMatrix): Buffer {
+  const head = `{"signUrl":${JSON.stringify(signUrl)},"text":"`;
+  const out = Buffer.allocUnsafe(Buffer.byteLength(head) + maxBytes(matrix, ESCAPED_NEWLINE) + 2);
+  let k = out.write(head, 0, 'utf8');
+  k = writeLines(matrix, out, k, ESCAPED_NEWLINE);
+  out[k++] = 0x22; // "
+  out[k++] = 0x7d; // }
+  return out.subarray(0, k);
 }

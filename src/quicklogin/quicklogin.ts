@@ -14,11 +14,11 @@ import { bindingMatches, effectiveScanSeconds, hashBinding, newBindingToken } fr
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
-import { QrAnswers, type QrMode, type QrResponse } from './qr-answer.js';
+import { QrAnswers, type QrMode, type QrResponse, type SerializedJson } from './qr-answer.js';
 import { buildResult, parseFilter } from './result.js';
 import type { ServerSigner } from './server-signer.js';
 
-export { QR_MODES, type QrMode, type QrResponse } from './qr-answer.js';
+export { QR_MODES, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
 
 /** A QR request (docs/signing.md), already schema-validated. */
 export interface QrRequest {
@@ -108,7 +108,7 @@ export class QuickLogin {
    * Issues a fresh single-use code bound to tab, session, origin, purpose and filters. The code
    * records the session that holds the tab now: its result goes to that session's tab only.
    */
-  async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse> {
+  async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse | SerializedJson> {
     if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
     const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
     const now = this.o.clock.now();

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { encodeQr, encodeQrPublic, qrSizeFor, QUIET_ZONE } from '../../src/quicklogin/qr-matrix.js';
 import { renderPng } from '../../src/quicklogin/qr-png.js';
-import { renderText } from '../../src/quicklogin/qr-text.js';
+import { renderText, textAnswerJson } from '../../src/quicklogin/qr-text.js';
 import { decodePng, decodeText } from '../helpers/qr-decode.js';
 
 /**
@@ -96,5 +96,34 @@ describe('PNG and text renderings decode with an independent decoder (jsQR)', ()
       }
       expect(decodeText(renderText(matrix))).toBe(url);
     }
+  });
+});
+
+describe('text mode\'s answer, written as JSON bytes', () => {
+  it.each(Object.entries(BASES))('%s base: parses to exactly { signUrl, text }, the text being renderText\'s', (_, base) => {
+    fc.assert(
+      fc.property(codes, (code) => {
+        const url = `${base}/QuickLogin/Sign/${code}`;
+        const matrix = encodeQr(url);
+        const answer: unknown = JSON.parse(textAnswerJson(url, matrix).toString('utf8'));
+        expect(answer).toEqual({ signUrl: url, text: renderText(matrix) });
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a signUrl with characters JSON escapes stays valid JSON', () => {
+    const url = 'https://auth.example.org/"quoted"\\/QuickLogin/Sign/' + 'A'.repeat(22);
+    expect(JSON.parse(textAnswerJson(url, encodeQr(url)).toString('utf8')).signUrl).toBe(url);
+  });
+
+  it('the text is half blocks and spaces in lines of one width, the quiet zone included', () => {
+    const matrix = encodeQr(`${BASES.public}/QuickLogin/Sign/${'A'.repeat(22)}`);
+    const lines = renderText(matrix).split('\n');
+    const side = matrix.size + 2 * QUIET_ZONE;
+    expect(lines).toHaveLength(Math.ceil(side / 2));
+    for (const line of lines) expect([...line]).toHaveLength(side);
+    expect(lines[0]).toBe(' '.repeat(side));
+    expect(new Set(lines.join(''))).toEqual(new Set([' ', '\u2588', '\u2580', '\u2584']));
   });
 });
