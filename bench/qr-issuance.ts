@@ -13,7 +13,7 @@ import { loadConfig } from '../src/config/load.js';
 import { newCode } from '../src/quicklogin/codes.js';
 import { encodeQr } from '../src/quicklogin/qr-matrix.js';
 import { pngSide, renderPng } from '../src/quicklogin/qr-png.js';
-import { renderText } from '../src/quicklogin/qr-text.js';
+import { textAnswerJson } from '../src/quicklogin/qr-text.js';
 import type { QrMode } from '../src/quicklogin/quicklogin.js';
 import { freePort, startChild, type ChildServer } from './lib/child.js';
 import { fetchOnce, runLoad, type LoadOptions } from './lib/load.js';
@@ -162,7 +162,7 @@ async function inProcess(urls: string[], dir: string, port: number): Promise<Mea
     const measured = await measureInterleaved(
       [
         { key: 'raw.encodeQr', label: `encodeQr(url)  [qr ${versionOf('qr')}, byte mode, EC M]`, unit: 'matrix', op: (i) => encodeQr(at(i)) },
-        { key: 'render.text', label: 'encodeQr + renderText  [= text mode work]', unit: 'qr', op: (i) => renderText(encodeQr(at(i))) },
+        { key: 'render.text', label: 'encodeQr + textAnswerJson  [= text mode work]', unit: 'qr', op: (i) => textAnswerJson(at(i), encodeQr(at(i))) },
         {
           key: 'render.png',
           label: `encodeQr + renderPng  [1-bit PNG ${side}px, ${ownPng.length} B]`,

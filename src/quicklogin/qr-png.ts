@@ -1,6 +1,7 @@
-import { crc32, deflateSync } from 'node:zlib';
+import { crc32 } from 'node:zlib';
 import { isDefaultPalette, type QrPalette } from './qr-colours.js';
 import { QUIET_ZONE, type QrMatrix } from './qr-matrix.js';
+import { zlibRowRuns } from './row-runs-zlib.js';
 
 const SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const EMPTY = Buffer.alloc(0);
@@ -50,8 +51,8 @@ export const pngSide = (size: number, modulePixels: number): number => (size + 2
  * Renders a QR matrix as a 1-bit greyscale PNG (PNG spec §11.2.2, colour type 0, bit depth 1).
  * A QR code is black and white, so one bit per pixel is all it needs: the raw image is 1/32 of the
  * RGBA that general PNG encoders (such as the `qrcode` package's pngjs path) build and compress, which is
- * why this path keeps up with matrix encoding. Only the container is written here; compression is
- * node:zlib's.
+ * why this path keeps up with matrix encoding. Each module row is packed once; the compressed stream
+ * repeats it `modulePixels` times without the repeated rows ever being built (row-runs-zlib.ts).
  *
  * With a palette other than black on white the same bits become a 1-bit indexed PNG (colour type 3,
  * PNG spec §11.2.3): bit 0 is PLTE entry 0 (`dark`), bit 1 entry 1 (`light`), so a colour pair costs
@@ -60,24 +61,20 @@ export const pngSide = (size: number, modulePixels: number): number => (size + 2
 export function renderPng(matrix: QrMatrix, modulePixels: number, palette?: QrPalette): Buffer {
   const side = pngSide(matrix.size, modulePixels);
   const rowBytes = 1 + Math.ceil(side / 8); // filter byte + packed pixels
-  const raw = Buffer.allocUnsafe(rowBytes * side).fill(0xff); // 1 = white; filter bytes set below
+  // One pixel row per module row, quiet zone included: the image repeats each `modulePixels` times.
+  const moduleRows = matrix.size + 2 * QUIET_ZONE;
+  const rows = Buffer.allocUnsafe(rowBytes * moduleRows).fill(0xff); // 1 = white
   const masks = columnMasks(matrix.size, modulePixels);
   const { size, words, bits } = matrix;
   for (let r = 0; r < size; r++) {
-    // Paint the module row's first pixel row in place, then copy it down: doubling copies, so a
-    // module of 6 pixels costs 3 copies, not 5.
-    const start = (r + QUIET_ZONE) * modulePixels * rowBytes;
+    const start = (r + QUIET_ZONE) * rowBytes;
     for (let c = 0; c < size; c++) {
       if (((bits[r * words + (c >>> 5)]! >>> (c & 31)) & 1) === 0) continue;
       const column = masks[c]!;
-      for (let i = 0; i < column.length; i += 2) raw[start + column[i]!]! &= column[i + 1]!;
-    }
-    for (let done = 1; done < modulePixels; done *= 2) {
-      const rows = Math.min(done, modulePixels - done);
-      raw.copyWithin(start + done * rowBytes, start, start + rows * rowBytes);
+      for (let i = 0; i < column.length; i += 2) rows[start + column[i]!]! &= column[i + 1]!;
     }
   }
-  for (let y = 0; y < side; y++) raw[y * rowBytes] = 0; // filter type None
+  for (let r = 0; r < moduleRows; r++) rows[r * rowBytes] = 0; // filter type None
 
   const header = Buffer.alloc(13);
   header.writeUInt32BE(side, 0);
@@ -86,9 +83,7 @@ export function renderPng(matrix: QrMatrix, modulePixels: number, palette?: QrPa
   header[8] = 1; // bit depth
   header[9] = indexed ? 3 : 0; // indexed-colour or greyscale
   // bytes 10-12: compression 0, filter 0, interlace 0
-  // Level 1: a QR image is long runs of 0x00/0xff bytes, which the fastest level already packs to
-  // ~0.5 KiB; level 6 saves ~100 bytes for three times the CPU on the QR hot path.
-  const idat = deflateSync(raw, { level: 1 });
+  const idat = zlibRowRuns(rows, rowBytes, modulePixels);
   const colours = indexed ? plte(palette) : undefined;
   // One buffer for the whole file (signature, IHDR, PLTE?, IDAT, IEND): no per-chunk buffers to concatenate.
   const out = Buffer.allocUnsafe(SIGNATURE.length + 12 + header.length + (colours ? 12 + colours.length : 0) + 12 + idat.length + 12);
