@@ -22,6 +22,7 @@ import { formatMicros, formatRate, formatRatio, table } from './lib/stats.js';
 import { backgroundLoad } from './lib/sysload.js';
 import { measureInterleaved, type OperationSpec } from './lib/timing.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
+import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
 
 /** Settings; the whole benchmark takes about 70 s on 2 cores (plus retries on a busy machine). */
 const HTTP = { connections: 32, warmupMs: 500, durationMs: 3_000 };
@@ -226,7 +227,7 @@ async function bareFastify(port: number, reference: Reference): Promise<Brackete
 async function tabwire(port: number, dir: string, reference: Reference, benchUrl: string): Promise<Bracketed[]> {
   let child: ChildServer | undefined;
   try {
-    child = await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite')]);
+    child = await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite')], { nodeArgs: [...SERVICE_NODE_FLAGS] });
     const server = child;
 
     // Sanity: every mode answers as docs/signing.md says, before anything is timed.
@@ -293,7 +294,7 @@ async function tabwire(port: number, dir: string, reference: Reference, benchUrl
 async function tabwireLogged(port: number, dir: string, reference: Reference): Promise<Bracketed> {
   let child: ChildServer | undefined;
   try {
-    child = await startChild('tabwire (log info)', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire-info.sqlite'), 'info']);
+    child = await startChild('tabwire (log info)', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire-info.sqlite'), 'info'], { nodeArgs: [...SERVICE_NODE_FLAGS] });
     const server = child;
     const probe = await fetchOnce(server.port, 'POST', '/QuickLogin', { mode: 'text', purpose: 'bench', serviceId: '', tab: '' });
     expect(probe.status === 200, `POST /QuickLogin (text, log info) answered ${probe.status}`);

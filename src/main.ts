@@ -4,6 +4,7 @@ import type { Config } from './config/schema.js';
 import { listenFailureMessage } from './console/listen-failure.js';
 import { chooseLogFormat, logStreamFor } from './console/log-output.js';
 import { startLine } from './console/start-line.js';
+import { missingServiceFlags } from './node-flags.js';
 
 /** Beyond shutdownTimeoutSeconds, for what closes after the connections (deliverer, XMPP, store). */
 const SHUTDOWN_GRACE_SECONDS = 15;
@@ -42,6 +43,8 @@ async function main(): Promise<void> {
   }
   const start = startLine(config.publicBaseUrl);
   app.log.info({ publicBaseUrl: config.publicBaseUrl, ...start.fields }, start.message);
+  const missing = missingServiceFlags();
+  if (missing.length > 0) app.log.info({ missing }, 'Node.js runs without the flags the service is started with (docs/deployment.md "Node.js flags")');
 }
 
 /** The service could not listen; carries the configuration the explanation names. */

@@ -15,6 +15,7 @@ import { summarise } from './latency-histogram.js';
 import { fetchOnce } from './load.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
 import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
+import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 export type { WaitingMode };
 
@@ -145,7 +146,8 @@ export class WaitingRig {
     const port = await freePort();
     const sqliteFile = join(o.dir, 'waiting-people.sqlite');
     // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof": to look at the server while it is loaded.
-    const nodeArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean);
+    // Started as the service is (src/node-flags.ts), plus whatever BENCH_SERVER_NODE_ARGS adds (profiling, tracing).
+    const nodeArgs = [...SERVICE_NODE_FLAGS, ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const server = await startChild('tabwire', new URL('../servers/waiting-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile, env: QR_LIMIT_ENV })], { nodeArgs });
     try {
       if (o.pin) pin(server.pid, '0');

@@ -9,6 +9,7 @@ import { Balancer } from './balancer.js';
 import { assertFreshBuild, kill } from './process.js';
 import { postgresDatabase } from './backends.js';
 import { startRedis, type RedisServer } from './redis.js';
+import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 /**
  * Several tabwire nodes as an operator runs them (docs/deployment.md): `dist/main.js` processes, foreground
@@ -262,7 +263,7 @@ export class Cluster {
     const node = this.node(index);
     const log = openSync(node.logFile, 'a');
     try {
-      node.child = spawn(process.execPath, ['dist/main.js'], {
+      node.child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'dist/main.js'], {
         env: { PATH: process.env.PATH, ...this.env, TABWIRE_PORT: String(node.port), ...this.nodeEnv(index) },
         stdio: ['ignore', log, log],
       });

@@ -1,7 +1,8 @@
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
+import { WAL_FILE_LIMIT_BYTES } from '../../src/store/sqlite/checkpointer.js';
 import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { LoginCode } from '../../src/store/stores.js';
 import { until } from '../helpers/until.js';
@@ -46,8 +47,8 @@ it('WAL checkpoints happen in the worker: the database file takes what was writt
   expect(() => statSync(`${file}-wal`)).toThrow();
 });
 
-it('a WAL grown past its bound under writes that never pause is emptied, and no write fails meanwhile', async () => {
-  const file = join(dir, 'truncate.sqlite');
+it('under writes that never pause, the log starts over again and again, no write fails, and its file is cut back to its bound', async () => {
+  const file = join(dir, 'restart.sqlite');
   const store = await openSqliteStore(file);
   const walSize = (): number => {
     try {
@@ -56,9 +57,21 @@ it('a WAL grown past its bound under writes that never pause is emptied, and no 
       return 0;
     }
   };
+  /** The log header's checkpoint sequence number (bytes 12-15, big-endian): it goes up each time the log starts over. */
+  const restarts = (): number => {
+    const header = Buffer.alloc(32);
+    const fd = openSync(`${file}-wal`, 'r');
+    try {
+      readSync(fd, header, 0, 32, 0);
+    } finally {
+      closeSync(fd);
+    }
+    return header.readUInt32BE(12);
+  };
   const now = Date.now();
   let n = 0;
   // Random keys and long rows: each insert adds several KB to the log, so the 32 MiB bound comes soon.
+  // A failed write rejects here.
   const writeBatch = () =>
     Promise.all(
       Array.from({ length: 20 }, (_, k) =>
@@ -66,13 +79,17 @@ it('a WAL grown past its bound under writes that never pause is emptied, and no 
       ),
     );
   for (let batches = 0; walSize() <= 32 * 1024 * 1024 && batches < 5_000; batches++) await writeBatch();
-  const largest = walSize();
-  expect(largest).toBeGreaterThan(32 * 1024 * 1024);
-  // The worker looks at the log once a second: writes go on, a batch at a time, until it has emptied it.
-  // A failed write rejects here.
+  expect(walSize()).toBeGreaterThan(32 * 1024 * 1024);
+  const before = restarts();
+  // The worker looks at the log once a second: writes go on, a batch at a time, while it makes the log start over.
   await until(async () => {
     await writeBatch();
-    return walSize() < largest / 4;
-  }, 'the worker to empty the log while writes go on', 60_000);
+    return restarts() >= before + 2;
+  }, 'the log to start over twice while writes go on', 60_000);
+  // The first commit after a restart cuts a file that grew past the bound back to it.
+  await until(async () => {
+    await writeBatch();
+    return walSize() <= WAL_FILE_LIMIT_BYTES;
+  }, 'the log file to be cut back to its bound', 60_000);
   await store.close();
 }, 120_000);

@@ -3,14 +3,21 @@ import { Worker } from 'node:worker_threads';
 
 /** How often the worker checkpoints the WAL (each one copies what the writer added since the last). */
 const CHECKPOINT_EVERY_MS = 1_000;
-/** A WAL larger than this is emptied (TRUNCATE checkpoint), which briefly holds the writer. */
-const WAL_TRUNCATE_BYTES = 32 * 1024 * 1024;
+/** A log longer than this is made to start over (see Checkpointer), which briefly holds the writer. */
+const WAL_RESTART_BYTES = 32 * 1024 * 1024;
+/**
+ * The log file keeps its size when the log starts over, and is written again from its beginning. After
+ * a burst left it larger than this, the first commit after a restart cuts it back (`journal_size_limit`),
+ * so the file stays bounded; the bound is above the usual high-water mark (the restart bound plus about a
+ * second of writes), so that cut is rare.
+ */
+export const WAL_FILE_LIMIT_BYTES = 2 * WAL_RESTART_BYTES;
 
 /**
  * The worker's program. A constant of this module, never anything received: it is given to the Worker
  * as source (`eval: true`) so that the same code runs from the compiled service and from the
  * TypeScript sources under test, where a worker file would need a TypeScript loader. CommonJS, so it
- * loads better-sqlite3 by the path resolved here. workerData: { module, file, everyMs, truncateBytes }.
+ * loads better-sqlite3 by the path resolved here. workerData: { module, file, everyMs, restartBytes }.
  */
 const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
@@ -18,49 +25,47 @@ const SQLite = require(workerData.module);
 const db = new SQLite(workerData.file);
 // Never wait for the writer: a checkpoint that meets a busy database is simply tried again next time.
 db.pragma('busy_timeout = 0');
-const { statSync } = require('node:fs');
-const walSize = () => {
-  try {
-    return statSync(workerData.file + '-wal').size;
-  } catch {
-    return 0;
-  }
-};
-// While the main thread holds its connection idle for a TRUNCATE (see Checkpointer), nothing else runs here.
-let truncating = false;
+// A log frame is a page and its 24-byte header.
+const restartFrames = Math.floor(workerData.restartBytes / (db.pragma('page_size', { simple: true }) + 24));
+// While the main thread holds its connection idle for a checkpoint (see Checkpointer), nothing else runs here.
+let holding = false;
 const timer = setInterval(() => {
-  if (truncating) return;
+  if (holding) return;
   try {
-    // PASSIVE: copies what it can without waiting for, or blocking, the main connection.
-    db.pragma('wal_checkpoint(PASSIVE)');
-    // Under writes that never pause, a PASSIVE checkpoint never finds the log fully copied at the moment a
-    // write starts, so SQLite never starts the log over and it grows. Past a bound the log is emptied
-    // (TRUNCATE) while the main thread keeps its connection idle: asked for here, done on 'truncate'.
-    if (walSize() > workerData.truncateBytes) {
-      truncating = true;
-      parentPort.postMessage('truncate?');
+    // PASSIVE: copies what it can without waiting for, or blocking, the main connection; it answers how
+    // many frames the log holds.
+    const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)');
+    // The writer starts the log over only when a write begins with every frame copied. Under writes that
+    // never pause, new frames always arrive while a checkpoint copies, so the log grows. Past a bound,
+    // one checkpoint runs while the main thread keeps its connection idle: asked for here, done on
+    // 'checkpoint', and the next write starts the log over. A second run first copies what came during
+    // this one, so the one under the hold has only the last few milliseconds' frames to copy.
+    if (log > restartFrames) {
+      db.pragma('wal_checkpoint(PASSIVE)');
+      holding = true;
+      parentPort.postMessage('checkpoint?');
     }
   } catch {
     // SQLITE_BUSY or a closing database: the next run tries again.
   }
 }, workerData.everyMs);
 parentPort.on('message', (message) => {
-  if (message === 'truncate') {
+  if (message === 'checkpoint') {
     try {
       // The main connection is idle now; the wait covers another process's reader (a CLI command).
       db.pragma('busy_timeout = 2000');
-      db.pragma('wal_checkpoint(TRUNCATE)');
+      db.pragma('wal_checkpoint(PASSIVE)');
     } catch {
-      // Busy or closing: the log is emptied another time.
+      // Busy or closing: the log starts over another time.
     } finally {
       db.pragma('busy_timeout = 0');
-      truncating = false;
-      parentPort.postMessage('truncated');
+      holding = false;
+      parentPort.postMessage('checkpointed');
     }
     return;
   }
   if (message === 'skip') {
-    truncating = false;
+    holding = false;
     return;
   }
   if (message !== 'stop') return;
@@ -80,37 +85,42 @@ export type HoldConnection = (work: () => Promise<void>) => Promise<void>;
  * that happens to commit, which stalled request handling for hundreds of milliseconds on slow disks
  * (docs/benchmarks.md "Callbacks").
  *
- * Emptying the log (TRUNCATE) must have no writer in the way. When the worker ran it against a busy
- * main connection, that connection's next write met SQLITE_BUSY and slept in SQLite's busy handler,
- * which blocks the event loop for as long as the checkpoint takes (docs/benchmarks.md "Waiting
- * people"). So the worker asks, the main thread takes its connection
- * through Kysely's queue (`hold`), and the worker truncates while queries wait without blocking anything.
+ * Starting the log over needs one checkpoint that copies every frame with no write in between. So the
+ * worker asks, the main thread takes its connection through Kysely's queue (`hold`), the worker
+ * checkpoints while queries wait without blocking anything, and the next write starts the log from
+ * its beginning. The file keeps its size (bounded by the restart bound plus a second of writes) and
+ * is reused. An earlier version emptied the file with a TRUNCATE checkpoint instead: its hold grew
+ * with the file (15-30 ms at 32 MiB, 40-65 ms at 128 MiB, every few seconds under 6,000 codes a
+ * second), and every query waited that long (docs/benchmarks.md "Waiting people").
  */
 export class Checkpointer {
   private readonly worker: Worker;
   private readonly exited: Promise<void>;
-  /** Resolves the hold of the TRUNCATE under way. */
-  private truncated: (() => void) | undefined;
+  /** Resolves the hold of the checkpoint under way. */
+  private checkpointed: (() => void) | undefined;
   /** The worker has exited. */
   private gone = false;
 
   /** `onFailure`: the worker could not run (the caller turns automatic checkpoints back on). */
   constructor(file: string, hold: HoldConnection, onFailure: (err: unknown) => void) {
     const module = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, everyMs: CHECKPOINT_EVERY_MS, truncateBytes: WAL_TRUNCATE_BYTES } });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, everyMs: CHECKPOINT_EVERY_MS, restartBytes: WAL_RESTART_BYTES } });
     this.worker.on('error', onFailure);
     this.worker.on('message', (message) => {
-      if (message === 'truncated') this.endHold();
-      else if (message === 'truncate?') {
-        const truncateWhileHeld = () =>
+      if (message === 'checkpointed') this.endHold();
+      else if (message === 'checkpoint?') {
+        const checkpointWhileHeld = () =>
           new Promise<void>((resolve) => {
             // The hold may come after the worker stopped (the store closing): nobody would end it.
             if (this.gone) return resolve();
-            this.truncated = resolve;
-            this.worker.postMessage('truncate');
+            this.checkpointed = resolve;
+            // Queries wait for this hold: while it lasts, the worker keeps the process alive (it is unref'd
+            // otherwise), or a process with nothing else to do would exit with those queries unsettled.
+            this.worker.ref();
+            this.worker.postMessage('checkpoint');
           });
         // No hold (the store is closing): the worker goes back to its PASSIVE runs.
-        hold(truncateWhileHeld).catch(() => this.worker.postMessage('skip'));
+        hold(checkpointWhileHeld).catch(() => this.worker.postMessage('skip'));
       }
     });
     this.worker.unref();
@@ -125,8 +135,9 @@ export class Checkpointer {
   }
 
   private endHold(): void {
-    const end = this.truncated;
-    this.truncated = undefined;
+    const end = this.checkpointed;
+    this.checkpointed = undefined;
+    if (end && !this.gone) this.worker.unref();
     end?.();
   }
 

@@ -9,7 +9,7 @@ import { createSqlStore } from '../sql/sql-store.js';
 import type { Store } from '../stores.js';
 import { sqliteUnavailable } from './errors.js';
 import { sqliteFlavour } from './flavour.js';
-import { Checkpointer } from './checkpointer.js';
+import { Checkpointer, WAL_FILE_LIMIT_BYTES } from './checkpointer.js';
 import { withStatementCache } from './statement-cache.js';
 
 /**
@@ -43,7 +43,10 @@ export async function openSqliteStore(file: string): Promise<Store> {
   // If the worker fails, SQLite's own automatic checkpoints take over again: slower, never wrong.
   const hold = (work: () => Promise<void>) => db.connection().execute(work);
   const checkpointer = file === ':memory:' ? undefined : new Checkpointer(file, hold, () => sqlite.open && sqlite.pragma('wal_autocheckpoint = 1000'));
-  if (checkpointer) sqlite.pragma('wal_autocheckpoint = 0');
+  if (checkpointer) {
+    sqlite.pragma('wal_autocheckpoint = 0');
+    sqlite.pragma(`journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
+  }
   return createSqlStore(db, sqliteFlavour, async () => {
     await checkpointer?.stop();
     await db.destroy();
