@@ -2,7 +2,7 @@
  * Waiting-people benchmark: how many people one tabwire node serves while they wait on a login
  * page. Each waiting page holds a registered WebSocket (Ping every 10 s) and asks for a new QR code
  * 2 s after each answer, as the reference pages do. N rises in steps until p99 of a refresh
- * exceeds 100 ms or anything fails; the largest N that held is then held again for 60 s and
+ * exceeds 100 ms or anything fails; the largest N that held (then the next, then the budget's) is held again for 60 s and
  * reported with the server's CPU and RSS. Server and load run in separate processes on loopback,
  * one core each (bench/lib/waiting-rig.ts). See docs/benchmarks.md "Waiting people".
  *
@@ -176,10 +176,12 @@ export const waitingPeople: Benchmark = {
         if (holds(r, P99_LIMIT_MS)) good = r;
       }
 
-      // The largest N that held, held again for 60 s; if that fails, the next lower one (once).
+      // The largest N that held, held again for 60 s; if that fails, the next lower one (once), and then
+      // the budget's N if its step held: whether the budget holds is the question this benchmark answers.
       let hold: WindowResult | undefined;
       let held = 0;
-      const candidates = [...new Set(passed)].sort((a, b) => b - a).slice(0, 2);
+      const largest = [...new Set(passed)].sort((a, b) => b - a).slice(0, 2);
+      const candidates = passed.includes(BUDGET_TABS) && !largest.includes(BUDGET_TABS) ? [...largest, BUDGET_TABS] : largest;
       for (const tabs of candidates) {
         await rig.setTabs(tabs);
         await sleep(SETTLE_MS);
