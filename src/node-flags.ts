@@ -13,7 +13,7 @@
  * `--heap-growing-percent=20`: after each full collection V8 lets the old generation grow to a
  * multiple of what survived before it collects again, up to four times. At 10,000 waiting pages that
  * made the process saw between ~280 and ~510 MiB; with 20 % it stayed within 273-281 MiB, for a
- * full collection every 10-20 s of 8-35 ms and no more GC time in all (docs/benchmarks.md "The soak").
+ * full collection every 10-20 s of 8-35 ms, GC taking ~3 % of the time (docs/benchmarks.md "The soak").
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--no-memory-reducer', '--heap-growing-percent=20'];
 
