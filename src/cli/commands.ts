@@ -73,7 +73,7 @@ export const COMMANDS: readonly Command[] = [
     summary: 'run the service in the foreground',
     usage: ['serve'],
     description:
-      'Starts the service (the same as `npm start` or `node dist/main.js`) and logs to stdout. It is configured by TABWIRE_* variables and TABWIRE_CONFIG_FILE only (docs/configuration.md), and stops cleanly on Ctrl-C or SIGTERM. A configuration error exits with status 2 naming the setting.',
+      'Starts the service in this process (as `node dist/main.js` does, but without the Node.js flags `npm start` passes: for a terminal, not production; docs/deployment.md "Node.js flags") and logs to stdout. It is configured by TABWIRE_* variables and TABWIRE_CONFIG_FILE only (docs/configuration.md), and stops cleanly on Ctrl-C or SIGTERM. A configuration error exits with status 2 naming the setting.',
     flags: [],
     async run(args) {
       operands('serve', args, [], 0);
