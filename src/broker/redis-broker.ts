@@ -4,6 +4,7 @@ import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+import { encodeBusMessage } from '../bus/redis-bus.js';
 
 /**
  * The broker of a cluster, in Redis (docs/redis.md "Event streams"; semantics: docs/events.md "Event streams"). Per tab address three keys,
@@ -195,11 +196,14 @@ function parseEntry(raw: string, epoch: number): Parsed {
 }
 
 /**
- * The bus message announcing an event (bus.ts `{ kind: 'event', to, frame }`, as RedisBus publishes it)
- * around the place of its id, which only the script knows: `frameBody` is the frame's JSON without it.
+ * The bus message announcing an event, encoded as RedisBus encodes it, split around the place of its id,
+ * which only the script knows. The id is the message's last value: JSON keeps keys in the order they
+ * were written, `frame` last in the message and `id` last in the frame.
  */
-function announcementAround(to: TabAddress, frameBody: string): [string, string] {
-  return [`{"kind":"event","to":${JSON.stringify(to)},"frame":${frameBody.slice(0, -1)},"id":`, '}}'];
+function announcementAround(to: TabAddress, event: TabEvent): [string, string] {
+  const text = encodeBusMessage({ kind: 'event', to, frame: { type: event.type, data: event.data, id: 0 } });
+  const tail = '}}';
+  return [text.slice(0, -('0'.length + tail.length)), tail];
 }
 
 const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
@@ -247,10 +251,9 @@ export class RedisBroker implements Broker {
   }
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
-    const frameBody = JSON.stringify({ type: event.type, data: event.data });
-    const body = fallback ? JSON.stringify({ type: event.type, data: event.data, fallback }) : frameBody;
+    const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
     const [m, ev, p] = this.keys(to);
-    const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, frameBody);
+    const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, event);
     const reply = await this.redis.twPublish(
       m, ev, p, this.nodes,
       now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`,
