@@ -9,29 +9,28 @@ const BLOCK_LEAD_2 = 0x96;
 const BLOCK_LAST = [0, 0x84, 0x80, 0x88];
 const SPACE = 0x20;
 
-const NEWLINE = Buffer.from('\n');
-/** The line break inside a JSON string. */
+/** The line break inside a JSON string: backslash, n. */
 const ESCAPED_NEWLINE = Buffer.from('\\n');
 
 /** Bytes `writeLines` writes at most: every module a 3-byte block, quiet zone spaces, breaks between lines. */
-function maxBytes(matrix: QrMatrix, newline: Buffer): number {
+function maxBytes(matrix: QrMatrix): number {
   const side = matrix.size + 2 * QUIET_ZONE;
   const lines = Math.ceil(side / 2);
-  return lines * (2 * QUIET_ZONE + 3 * matrix.size) + (lines - 1) * newline.length;
+  return lines * (2 * QUIET_ZONE + 3 * matrix.size) + (lines - 1) * ESCAPED_NEWLINE.length;
 }
 
 /**
  * Writes the QR as lines of Unicode half blocks with a quiet zone of spaces, UTF-8, into `out` from
- * `at`, the lines separated by `newline`; returns where it ends. Written as bytes because `text`
- * mode sends them on every request: a string built and then serialised as JSON and encoded as
- * UTF-8 cost three times as much (docs/benchmarks.md).
+ * `at`, the lines separated by an escaped line break (JSON string content); returns where it ends.
+ * Written as bytes because `text` mode sends them on every request: a string built and then
+ * serialised as JSON and encoded as UTF-8 cost three times as much (docs/benchmarks.md).
  */
-function writeLines(matrix: QrMatrix, out: Buffer, at: number, newline: Buffer): number {
+function writeLines(matrix: QrMatrix, out: Buffer, at: number): number {
   const { size, words, bits } = matrix;
   const side = size + 2 * QUIET_ZONE;
   let k = at;
   for (let top = -QUIET_ZONE; top < size + QUIET_ZONE; top += 2) {
-    if (top > -QUIET_ZONE) k += newline.copy(out, k);
+    if (top > -QUIET_ZONE) k += ESCAPED_NEWLINE.copy(out, k);
     const bottom = top + 1;
     if (bottom < 0 || top >= size) {
       out.fill(SPACE, k, k + side);
@@ -62,12 +61,6 @@ function writeLines(matrix: QrMatrix, out: Buffer, at: number, newline: Buffer):
   return k;
 }
 
-/** The QR as text: lines of half blocks separated by "\n", without a trailing newline. */
-export function renderText(matrix: QrMatrix): string {
-  const out = Buffer.allocUnsafe(maxBytes(matrix, NEWLINE));
-  return out.toString('utf8', 0, writeLines(matrix, out, 0, NEWLINE));
-}
-
 /**
  * The whole `text` mode answer as JSON bytes, `{"signUrl":…,"text":…}`, with the text written
  * straight into the JSON string: its characters are half blocks, spaces and line breaks, and only
@@ -75,9 +68,9 @@ export function renderText(matrix: QrMatrix): string {
  */
 export function textAnswerJson(signUrl: string, matrix: QrMatrix): Buffer {
   const head = `{"signUrl":${JSON.stringify(signUrl)},"text":"`;
-  const out = Buffer.allocUnsafe(Buffer.byteLength(head) + maxBytes(matrix, ESCAPED_NEWLINE) + 2);
+  const out = Buffer.allocUnsafe(Buffer.byteLength(head) + maxBytes(matrix) + 2);
   let k = out.write(head, 0, 'utf8');
-  k = writeLines(matrix, out, k, ESCAPED_NEWLINE);
+  k = writeLines(matrix, out, k);
   out[k++] = 0x22; // "
   out[k++] = 0x7d; // }
   return out.subarray(0, k);
