@@ -51,6 +51,19 @@ const utf8 = new TextEncoder();
 const versionByLength = new Map<number, number>();
 
 /**
+ * The symbol version for a text of `byteLength` UTF-8 bytes: the one `encodeQR` chose for the first
+ * such text (byte mode, so it follows from the length alone); memoised.
+ */
+function versionFor(text: string, byteLength: number): number {
+  let version = versionByLength.get(byteLength);
+  if (version === undefined) {
+    version = (encodeQrPublic(text).size - 17) / 4;
+    versionByLength.set(byteLength, version);
+  }
+  return version;
+}
+
+/**
  * Encodes `text` as `encodeQrPublic` does, module for module, at about two thirds of its cost: it
  * calls the library's own data encoder and symbol drawer (mask chosen by the library's penalty
  * rule) and skips what `encodeQR` adds around them for a one-off caller: argument checks, the
@@ -58,30 +71,15 @@ const versionByLength = new Map<number, number>();
  * renderer here would convert back to bits. Those two functions are the `_tests` export of `qr`,
  * not its documented API: the version is pinned in package.json, `test/unit/qr-matrix.test.ts`
  * compares both paths on random signUrls, and without the export this falls back to the public way.
- * Every text of one UTF-8 length gets the version `encodeQR` chose for the first of them.
  */
 export function encodeQr(text: string): QrMatrix {
   if (!hasSteps) return encodeQrPublic(text);
   const bytes = utf8.encode(text);
-  let version = versionByLength.get(bytes.length);
-  if (version === undefined) {
-    version = (encodeQrPublic(text).size - 17) / 4;
-    versionByLength.set(bytes.length, version);
-  }
+  const version = versionFor(text, bytes.length);
   const drawn = steps.drawSymbol!(version, 'medium', steps.encodeData!(version, 'medium', text, 'byte', bytes));
   // drawSymbol returns the library's reusable work matrix: copy it before the next encode overwrites it.
   return matrixOf(drawn.size, drawn.words, drawn.v.slice());
 }
 
-const sizeByLength = new Map<number, number>();
-
-/** Symbol size (modules, without quiet zone) for a text of this UTF-8 length; memoised. */
-export function qrSizeFor(text: string): number {
-  const length = Buffer.byteLength(text);
-  let size = sizeByLength.get(length);
-  if (size === undefined) {
-    size = encodeQr(text).size;
-    sizeByLength.set(length, size);
-  }
-  return size;
-}
+/** Symbol size (modules, without quiet zone) for a text of this UTF-8 length, without encoding it (after the first). */
+export const qrSizeFor = (text: string): number => 17 + 4 * versionFor(text, Buffer.byteLength(text));
