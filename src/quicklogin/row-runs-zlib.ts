@@ -67,7 +67,7 @@ const reverse = (code: number, length: number): number => {
 };
 
 /** Fixed literal/length code (RFC 1951 §3.2.6), bit-reversed for LSB-first writing: [bits, length] per symbol. */
-const FIXED = (() => {
+const { bits: FIXED_BITS, lengths: FIXED_LENGTHS } = (() => {
   const bits = new Uint16Array(288);
   const lengths = new Uint8Array(288);
   for (let s = 0; s < 288; s++) {
@@ -77,8 +77,6 @@ const FIXED = (() => {
   }
   return { bits, lengths };
 })();
-const FIXED_BITS = FIXED.bits;
-const FIXED_LENGTHS = FIXED.lengths;
 
 /** Length codes 257..285 (§3.2.5): base length and extra bits. */
 const LENGTH_BASE = [3, 4, 5, 6, 7, 8, 9, 10, 11, 13, 15, 17, 19, 23, 27, 31, 35, 43, 51, 59, 67, 83, 99, 115, 131, 163, 195, 227, 258];
