@@ -57,6 +57,27 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
         : fc.constantFrom('/.well-known/tabwire/result-keys', '/.well-known/tabwire/webhook-key', '/.well-known/jwks.json'),
   },
   { name: 'GET /QuickLogin/DevIdentity', method: 'GET', path: pathVariants('/QuickLogin/DevIdentity') },
+  // The web wallet (docs/wallet.md): /wallet redirects keeping its query (an app link's ?sign=…) in Location.
+  {
+    name: 'GET /wallet',
+    method: 'GET',
+    path: () => fc.constant('/wallet'),
+    query: () =>
+      fc.oneof(
+        fc.constant('?sign=https%3A%2F%2F127.0.0.1%2FQuickLogin%2FSign%2FAAAA'),
+        oddString.map((s) => `?sign=${percentEncode(s)}`),
+        fc.constantFrom('', '?', '?sign', '?sign=a&sign=b', '?sign=%zz', '?sign=%0d%0aSet-Cookie:%20x=1', '?sign=%ed%a0%80', `?sign=${'s'.repeat(9_000)}`, '?__proto__=x', '?#x'),
+      ),
+  },
+  {
+    name: 'GET /wallet/*',
+    method: 'GET',
+    path: (_ctx, damaged) =>
+      damaged
+        ? fc.constantFrom('/wallet//', '/wallet/index.html', '/wallet/nope.js', '/wallet/..%2f..%2fpackage.json', '/wallet/%2e%2e/%2e%2e/package.json', '/wallet/wallet.js/', '/wallet/%00', '/wallet/.', `/wallet/${'w'.repeat(9_000)}`)
+        : fc.constantFrom('/wallet/', '/wallet/wallet.js', '/wallet/jsqr.js', '/wallet/wallet.css', '/wallet/sw.js', '/wallet/icon-192.png', '/wallet/manifest.webmanifest'),
+  },
+
   { name: 'unknown path', method: 'GET', path: () => fc.oneof(oddString.map((s) => `/${percentEncode(s)}`), pathSegment(fc.constant('nothing-here')).map((s) => `/${s}`)) },
 
   // Client event channel over HTTP.
@@ -265,7 +286,7 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
 
 /** Paths a preflight or a WebSocket handshake may aim at: every route's, and some that are none. */
 export const ROUTE_PATHS = [
-  '/healthz', '/readyz', '/metrics', '/', '/Events.js', '/openapi.json', '/docs/', '/.well-known/jwks.json', '/ClientEventsWS', '/ClientEvents', '/QuickLogin',
+  '/healthz', '/readyz', '/metrics', '/', '/wallet', '/wallet/', '/Events.js', '/openapi.json', '/docs/', '/.well-known/jwks.json', '/ClientEventsWS', '/ClientEvents', '/QuickLogin',
   '/QuickLogin/Qr/AAAA.png', '/QuickLogin/Sign/AAAA', '/QuickLogin/Sign/AAAA/Dev', '/QuickLogin/Attachment/AAAA/1', '/Agent/Account/Create',
   '/Agent/Account/Login', '/Agent/Account/Refresh', '/Agent/Account/Info', '/Agent/Legal/ApplyId', '/Agent/Legal/GetIdentity?id=x',
   '/Agent/Legal/ListIdentities', '/Agent/Xmpp/RegisterEventHandler', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/SendTextMessage',
