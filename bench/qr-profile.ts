@@ -8,6 +8,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
 import { freePort, startChild } from './lib/child.js';
 import { fetchOnce, runLoad } from './lib/load.js';
 import { formatRate, table } from './lib/stats.js';
@@ -57,7 +58,8 @@ const server =
   mode === 'bare'
     ? await startChild('bare', new URL('./servers/bare.ts', import.meta.url), [String(port)], { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`] })
     : await startChild('tabwire', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire.sqlite'), logLevel], {
-        nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${dir}`],
+        // Started as the service is (src/node-flags.ts), so the profile shows its collector settings.
+        nodeArgs: [...SERVICE_NODE_FLAGS, '--cpu-prof', `--cpu-prof-dir=${dir}`],
       });
 try {
   let path = (_: number): string => (mode === 'bare' ? '/bare' : '/QuickLogin');
