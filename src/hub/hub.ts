@@ -1,74 +1,17 @@
-import type { Logger } from 'pino';
-import type { Broker } from '../broker/broker.js';
-import type { Bus, BusMessage, DeliveryFallback } from '../bus/bus.js';
-import type { Clock } from '../clock.js';
+import type { BusMessage, DeliveryFallback } from '../bus/bus.js';
 import { closeCodes } from '../errors.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { addressKey, type TabAddress } from './address.js';
+import type { TabAddress } from './address.js';
 import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } from './presence-keeper.js';
 import { PublishRetry } from './publish-retry.js';
 import type { TabConnection } from './connection.js';
-import { hasOpen, prune, type LocalTab } from './local-tab.js';
+import { hasOpen, inTabOrder, prune, type LocalTab } from './local-tab.js';
 import { TabWriter } from './tab-writer.js';
 import type { Delivery } from './delivery.js';
+import type { AttachOutcome, HubOptions, HubSnapshot } from './hub-options.js';
+import { LocalTabs } from './local-tabs.js';
 
-
-/** Why an event left a stream unsent and without a fallback (metrics label). */
-export type DropReason = 'overflow' | 'expired' | 'unreachable';
-
-/** Running totals the hub reports as they happen (Prometheus counters, metrics.ts). */
-export interface HubCounters {
-  delivered(): void;
-  dropped(reason: DropReason, n: number): void;
-  /** Events handed to their fallback (stored for PopMessages) instead of being dropped. */
-  fellBack(n: number): void;
-}
-
-export interface HubOptions {
-  bus: Bus;
-  broker: Broker;
-  /** This node's name in the broker's presence (unique per process). */
-  node: string;
-  clock: Clock;
-  log: Logger;
-  /** A tab with no connection and no sign of life for this long is forgotten here. */
-  tabIdleMs: number;
-  /** A long-poll tab counts as connected for this long after its last poll was answered. */
-  longPollGapMs: number;
-  /** The streams' age bound: an event the broker refused is offered again for this long. */
-  outboxMaxAgeMs: number;
-  /** How long the broker keeps this node's presence without a heartbeat (`refresh` runs well within it). */
-  presenceTtlMs: number;
-  /** Each tab is held again in the broker within this time (`roll`; docs/events.md "Event streams"). */
-  rollMs?: number;
-  /** How often `roll` is called (it holds a share of the tabs each time). */
-  rollEveryMs?: number;
-  /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
-  maxTabsPerSession: number;
-  /**
-   * An event every WebSocket Register (and the first connection of a tab new to the service) is told
-   * first: `CheckServerInstance` with the service's instance id, so pages notice a restart.
-   */
-  greeting?: () => TabEvent;
-  counters?: HubCounters;
-  /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
-  onFallback: (fallback: DeliveryFallback) => void;
-  /** The session let the tab go (Unregister): its handlers go now (the registry removes the binding). */
-  onRelease?: (address: TabAddress) => void;
-  /** No node holds the tab any more: remove what hangs on it (binding, handlers). */
-  onForget?: (address: TabAddress) => void;
-  /** The broker had lost the stream of a tab held here (results may have to be derived again). */
-  onStreamLost?: (address: TabAddress) => void;
-}
-
-/** Gauges of this node's tabs. */
-export interface HubSnapshot {
-  tabs: number;
-  connected: number;
-}
-
-/** `created`: the tab is new to the service (first Register, or its stream was lost); `attached`: it was known. */
-export type AttachOutcome = 'created' | 'attached' | 'too_many_tabs';
+export type { AttachOutcome, DropReason, HubCounters, HubOptions, HubSnapshot } from './hub-options.js';
 
 /** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
 const MAX_HELD_EVENTS = 10_000;
@@ -88,9 +31,7 @@ export const MAX_CONNECTIONS_PER_TAB = 8;
  * to (docs/events.md).
  */
 export class Hub implements Delivery {
-  private readonly tabs = new Map<string, LocalTab>();
-  /** session -> number of its tabs here, for the per-session bound. */
-  private readonly perSession = new Map<string, number>();
+  private readonly tabs = new LocalTabs();
   private readonly unsubscribe: () => void;
   private readonly stopResume: () => void;
   private closed = false;
@@ -133,7 +74,7 @@ export class Hub implements Delivery {
       count: () => this.tabs.size,
       onLost: (address) => {
         // The broker had lost the tab's stream: its connections are told, results may be derived again.
-        const tab = this.tabs.get(addressKey(address));
+        const tab = this.tabs.get(address);
         if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
         this.o.onStreamLost?.(address);
       },
@@ -177,11 +118,8 @@ export class Hub implements Delivery {
    */
   async attach(address: TabAddress, connection: TabConnection, lastEventId?: number): Promise<AttachOutcome> {
     const now = this.o.clock.now();
-    let tab = this.tabs.get(addressKey(address));
-    if (!tab) {
-      if ((this.perSession.get(address.session) ?? 0) >= this.o.maxTabsPerSession) return 'too_many_tabs';
-      tab = this.create(address, now);
-    }
+    const tab = this.tabs.get(address) ?? this.tabs.create(address, now, this.o.maxTabsPerSession);
+    if (!tab) return 'too_many_tabs';
     tab.lastSeen = now;
     const open = connection.open;
     if (open && !tab.connections.has(connection)) {
@@ -194,14 +132,13 @@ export class Hub implements Delivery {
       tab.connections.set(connection, undefined);
     }
     if (open) tab.transport = connection.transport;
-    const local = tab;
     const { created } = await this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now);
     if (open) {
       // A client the tab has written to before resumes after what it got, even events another page took.
       const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
       const greet = this.o.greeting !== undefined && (created || connection.transport === 'websocket');
-      await this.serially(local, async () => {
-        await this.writer.catchUp(local, connection, cursor);
+      await this.serially(tab, async () => {
+        await this.writer.catchUp(tab, connection, cursor);
         // Told to this connection only, after what it missed, and not kept in the stream (no id): it is
         // about the connection, not an event of the tab. A new stream is empty, so a first poll is still open.
         if (greet && connection.open) connection.send([this.o.greeting!() as EventFrame]);
@@ -212,7 +149,7 @@ export class Hub implements Delivery {
 
   /** The connection went away; the tab stays here until it is idle for tabIdleMs. */
   detach(address: TabAddress, connection: TabConnection): void {
-    const tab = this.tabs.get(addressKey(address));
+    const tab = this.tabs.get(address);
     if (!tab?.connections.delete(connection)) return;
     const now = this.o.clock.now();
     tab.lastSeen = now;
@@ -223,7 +160,7 @@ export class Hub implements Delivery {
 
   /** A ping or poll: the tab is alive. */
   touch(address: TabAddress): void {
-    const tab = this.tabs.get(addressKey(address));
+    const tab = this.tabs.get(address);
     if (tab) tab.lastSeen = this.o.clock.now();
   }
 
@@ -233,8 +170,8 @@ export class Hub implements Delivery {
    * session registers the tab again, as a reloading page does.
    */
   async release(address: TabAddress): Promise<void> {
-    const tab = this.tabs.get(addressKey(address));
-    if (tab) this.remove(tab);
+    const tab = this.tabs.get(address);
+    if (tab) this.tabs.remove(tab);
     this.o.onRelease?.(address);
     await this.dropPresence(address);
   }
@@ -251,18 +188,18 @@ export class Hub implements Delivery {
 
   /** Whether this node holds the tab for the session (registered here, not released or forgotten). */
   holdsHere(address: TabAddress): boolean {
-    return this.tabs.has(addressKey(address));
+    return this.tabs.has(address);
   }
 
   /** Whether the tab has a live connection on this node (or a long-poll within its gap). */
   isConnectedHere(address: TabAddress): boolean {
-    const tab = this.tabs.get(addressKey(address));
+    const tab = this.tabs.get(address);
     return tab !== undefined && this.connectedUntil(tab, this.o.clock.now()) > this.o.clock.now();
   }
 
   /** One tab's state on this node (diagnostics and tests): live connections now, last sign of life. */
   state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number } | undefined {
-    const tab = this.tabs.get(addressKey(address));
+    const tab = this.tabs.get(address);
     if (!tab) return undefined;
     prune(tab);
     return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
@@ -277,7 +214,7 @@ export class Hub implements Delivery {
     if (this.retry.pending > 0) void this.retry.retry();
     for (const tab of [...this.tabs.values()]) {
       if (hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
-      this.remove(tab);
+      this.tabs.remove(tab);
       this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'));
     }
   }
@@ -329,27 +266,8 @@ export class Hub implements Delivery {
   /** After `close`: tells the broker this node holds none of its tabs any more (another node or the session's return takes over). */
   async stop(): Promise<void> {
     this.close();
-    const tabs = [...this.tabs.values()];
-    this.tabs.clear();
-    this.perSession.clear();
+    const tabs = this.tabs.clear();
     await Promise.all(tabs.map((tab) => this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err }, 'releasing a tab at shutdown failed'))));
-  }
-
-  private create(address: TabAddress, now: number): LocalTab {
-    const tab: LocalTab = { address, connections: new Map(), cursors: undefined, transport: undefined, lastSeen: now, chain: undefined };
-    this.tabs.set(addressKey(address), tab);
-    this.perSession.set(address.session, (this.perSession.get(address.session) ?? 0) + 1);
-    return tab;
-  }
-
-  private remove(tab: LocalTab): void {
-    const key = addressKey(tab.address);
-    if (this.tabs.get(key) !== tab) return;
-    this.tabs.delete(key);
-    tab.connections.clear();
-    const left = (this.perSession.get(tab.address.session) ?? 1) - 1;
-    if (left > 0) this.perSession.set(tab.address.session, left);
-    else this.perSession.delete(tab.address.session);
   }
 
   /** This node let the tab go; when no node holds it any more, what hangs on it goes too. */
@@ -366,7 +284,7 @@ export class Hub implements Delivery {
   private onBusMessage(message: BusMessage): void {
     switch (message.kind) {
       case 'event': {
-        const tab = this.tabs.get(addressKey(message.to));
+        const tab = this.tabs.get(message.to);
         if (!tab || !hasOpen(tab)) return;
         void this.serially(tab, () => this.writer.writeNew(tab, message.frame));
         return;
@@ -376,14 +294,7 @@ export class Hub implements Delivery {
 
   /** Runs `work` after the tab's earlier work; a failure is logged, never passed on to later work. */
   private serially(tab: LocalTab, work: () => Promise<void>): Promise<void> {
-    const next: Promise<void> = (tab.chain ?? Promise.resolve())
-      .then(work)
-      .catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'))
-      .finally(() => {
-        if (tab.chain === next) tab.chain = undefined;
-      });
-    tab.chain = next;
-    return next;
+    return inTabOrder(tab, work, (err) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'));
   }
 
   private fallBack(fallbacks: readonly DeliveryFallback[]): void {

@@ -32,3 +32,15 @@ export function hasOpen(tab: LocalTab): boolean {
   for (const connection of tab.connections.keys()) if (connection.open) return true;
   return false;
 }
+
+/** Runs `work` after the tab's earlier work (its `chain`); a failure goes to `onError`, never to later work. */
+export function inTabOrder(tab: LocalTab, work: () => Promise<void>, onError: (err: unknown) => void): Promise<void> {
+  const next: Promise<void> = (tab.chain ?? Promise.resolve())
+    .then(work)
+    .catch(onError)
+    .finally(() => {
+      if (tab.chain === next) tab.chain = undefined;
+    });
+  tab.chain = next;
+  return next;
+}
