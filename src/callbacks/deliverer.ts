@@ -7,6 +7,7 @@ import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
 import type { Callback, CallbackStore, CallbackToStore } from '../store/stores.js';
 import { checkCallbackUrl, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
+import { BatchSigner } from './batch-signer.js';
 import { postOnce } from './post.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
 
@@ -69,6 +70,8 @@ type Outcome = { kind: 'delivered' } | { kind: 'gone' } | { kind: 'retry'; reaso
  */
 export class CallbackDeliverer {
   private readonly agent: Agent;
+  /** Ed25519 off the event loop, in batches (batch-signer.ts). */
+  private readonly signer: BatchSigner;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private rerun = false;
@@ -95,6 +98,7 @@ export class CallbackDeliverer {
     this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
     this.concurrency = o.concurrency ?? CONCURRENCY;
     this.queueLimit = o.queueLimit ?? QUEUE_LIMIT;
+    this.signer = new BatchSigner(o.privateKey);
     // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
     this.agent = new Agent({
       connect: { lookup: filteringLookup(o.policy, o.resolve), timeout: o.connectTimeoutMs, ...(o.ca ? { ca: o.ca } : {}) },
@@ -118,6 +122,7 @@ export class CallbackDeliverer {
       clearInterval(this.timer);
       await Promise.allSettled([...this.inFlight]);
       await this.agent.close();
+      await this.signer.close();
     })();
     return this.stopped;
   }
@@ -302,7 +307,7 @@ export class CallbackDeliverer {
     if (url === null) return { kind: 'retry', reason: 'address_refused' };
     const timestamp = Math.floor(this.o.clock.now() / 1000);
     try {
-      const signature = await webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, privateKey: this.o.privateKey, secret: callback.webhookSecret });
+      const signature = await webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, signEd25519: (content) => this.signer.sign(content), secret: callback.webhookSecret });
       const headers = {
         'content-type': 'application/json',
         'user-agent': 'tabwire-callbacks',

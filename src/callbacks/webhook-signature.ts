@@ -1,4 +1,4 @@
-import { createHmac, sign, type KeyObject } from 'node:crypto';
+import { createHmac } from 'node:crypto';
 
 /**
  * Standard Webhooks signatures (standardwebhooks.com): the signed content is
@@ -13,21 +13,18 @@ export interface WebhookSigning {
   /** Unix seconds. */
   timestamp: number;
   body: string;
-  privateKey: KeyObject;
+  /** Ed25519 with the service's key (the deliverer's BatchSigner). */
+  signEd25519: (content: Buffer) => Promise<Buffer>;
   /** The backend's own `whsec_…` secret, when it registered one. */
   secret: string | null;
 }
 
 export const signedContent = (id: string, timestamp: number, body: string): Buffer => Buffer.from(`${id}.${timestamp}.${body}`, 'utf8');
 
-/** Ed25519 on libuv's thread pool (`crypto.sign` with a callback): ~45 µs of signing off the event loop. */
-const ed25519 = (content: Buffer, key: KeyObject): Promise<Buffer> =>
-  new Promise((resolve, reject) => sign(null, content, key, (err, signature) => (err ? reject(err) : resolve(signature))));
-
 /** The `webhook-signature` header value. */
 export async function webhookSignatureHeader(s: WebhookSigning): Promise<string> {
   const content = signedContent(s.id, s.timestamp, s.body);
-  const v1a = `v1a,${(await ed25519(content, s.privateKey)).toString('base64')}`;
+  const v1a = `v1a,${(await s.signEd25519(content)).toString('base64')}`;
   if (s.secret === null) return v1a;
   const key = Buffer.from(s.secret.slice('whsec_'.length), 'base64');
   return `v1,${createHmac('sha256', key).update(content).digest('base64')} ${v1a}`;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawPublicKey } from '../../src/identity/keys.js';
+import { signOnThreadPool } from '../../src/callbacks/batch-signer.js';
 import { webhookSignatureHeader } from '../../src/callbacks/webhook-signature.js';
 
 /**
@@ -211,7 +212,7 @@ export const deep = import('tabwire/dist/app.js');
       'content-type': 'application/json',
       'webhook-id': 'msg_code1',
       'webhook-timestamp': String(timestamp),
-      'webhook-signature': await webhookSignatureHeader({ id: 'msg_code1', timestamp, body, privateKey, secret: null }),
+      'webhook-signature': await webhookSignatureHeader({ id: 'msg_code1', timestamp, body, signEd25519: (content) => signOnThreadPool(content, privateKey), secret: null }),
     };
     writeFileSync(path.join(scratch, 'sample.json'), JSON.stringify({ headers, body, timestamp, publicKey: `whpk_${rawPublicKey(privateKey)}` }));
     writeFileSync(
