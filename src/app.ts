@@ -122,7 +122,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     clock,
     pingTimeoutMs: config.pingTimeoutSeconds * 1000,
     decide: decideUpgrade(app, { allowedOrigins: config.allowedOrigins, cookies }),
-    serve: (socket, sessionHash, alive) => serveWebSocket(socket, sessionHash, channel, alive),
+    serve: (socket, sessionHash, alive, raw) => serveWebSocket(socket, sessionHash, channel, alive, raw),
     refusal: rawProblemResponse,
   });
   app.decorate('websocketServer', upgrade.server);

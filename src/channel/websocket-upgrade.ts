@@ -18,7 +18,8 @@ export interface WebSocketUpgradeOptions {
   /** Checks subprotocol, Origin and session of a handshake (no Fastify request exists for it). */
   decide: (request: IncomingMessage) => UpgradeDecision;
   /** Serves an accepted socket; returns a function that records a sign of life (any frame). */
-  serve: (socket: WebSocket, sessionHash: string, alive: () => void) => void;
+  /** `raw`: the upgraded TCP (or TLS) socket under `socket`, for corking its writes. */
+  serve: (socket: WebSocket, sessionHash: string, alive: () => void, raw: Duplex) => void;
   /** A whole HTTP response refusing the handshake (problem+json), with the extra header fields given. */
   refusal: (error: TabwireError, path: string, headers: Record<string, string>) => string;
 }
@@ -121,7 +122,7 @@ export class WebSocketUpgrade {
       this.lastFrame.set(ws, this.o.clock.now());
       ws.on('close', () => this.lastFrame.delete(ws));
       ws.on('error', () => ws.terminate());
-      this.o.serve(ws, sessionHash, () => this.lastFrame.set(ws, this.o.clock.now()));
+      this.o.serve(ws, sessionHash, () => this.lastFrame.set(ws, this.o.clock.now()), socket);
     });
   }
 

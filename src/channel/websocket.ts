@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
 import { closeCodes } from '../errors.js';
@@ -16,8 +17,13 @@ export interface WebSocketChannelOptions {
 /** A WebSocket as the hub sees it: frames out as JSON text, one message per event. */
 class WebSocketConnection implements TabConnection {
   readonly transport = 'websocket';
+  /** The socket's writes are held until the current burst of work is done (see `send`). */
+  private corked = false;
 
-  constructor(private readonly socket: WebSocket) {}
+  constructor(
+    private readonly socket: WebSocket,
+    private readonly raw: Duplex,
+  ) {}
 
   get open(): boolean {
     return this.socket.readyState === this.socket.OPEN;
@@ -25,6 +31,17 @@ class WebSocketConnection implements TabConnection {
 
   send(frames: readonly EventFrame[]): boolean {
     if (!this.open) return false;
+    // Events that reach a tab in one burst (an XMPP stream hands over several stanzas per read, each routed
+    // in microtasks) leave in one write instead of a system call each: the socket is corked until the
+    // work of this turn, microtasks included, is done. One event alone waits for nothing else.
+    if (!this.corked) {
+      this.corked = true;
+      this.raw.cork();
+      process.nextTick(() => {
+        this.corked = false;
+        this.raw.uncork();
+      });
+    }
     for (const frame of frames) this.socket.send(JSON.stringify(frame));
     return true;
   }
@@ -53,8 +70,8 @@ class WebSocketConnection implements TabConnection {
  * session, Ping keeps it alive, Unregister lets it go. Anything else closes the socket with a
  * documented code (errors.ts `closeCodes`).
  */
-export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketChannelOptions, alive: () => void): void {
-  const connection = new WebSocketConnection(socket);
+export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketChannelOptions, alive: () => void, raw: Duplex): void {
+  const connection = new WebSocketConnection(socket, raw);
   /** The tab this socket registered (or is registering: a close during Register must still detach it). */
   let address: TabAddress | undefined;
 

@@ -81,6 +81,24 @@ export class TestTab {
     }
   }
 
+  /** Waits until `n` events (greetings aside) have arrived, at most `ms` (a bound for a broken run). */
+  async received(n: number, ms = 15_000): Promise<EventFrame[]> {
+    const deadline = Date.now() + ms;
+    while (this.events.length < n) {
+      if (this.closeCode !== undefined) throw new Error(`socket closed (${this.closeCode} ${this.closeReason}) after ${this.events.length} of ${n} events`);
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`${this.events.length} of ${n} events within ${ms} ms`);
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, left);
+        this.waiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return this.events;
+  }
+
   /** Waits until the server closes the socket; returns the close code and reason. */
   async closed(ms = 15_000): Promise<{ code: number; reason: string }> {
     const deadline = Date.now() + ms;
