@@ -12,6 +12,7 @@ import type {
 } from 'kysely';
 import { TabwireError } from '../../errors.js';
 import { checkQuery } from './column-rules.js';
+import { FifoGate } from './fifo-gate.js';
 
 /** Says whether an error of the database means it cannot be reached or cannot serve now (each dialect folder has one). */
 export type UnavailableTest = (err: unknown) => boolean;
@@ -26,11 +27,12 @@ export function storeUnavailable(cause: unknown): TabwireError {
  * - the column rules (column-rules.ts) are checked before a statement is sent, so SQLite refuses what
  *   PostgreSQL would;
  * - an error that means "the database is not there" (`isUnavailable`) becomes `store_unavailable`, so
- *   callers answer 503 on every backend without knowing driver error codes (docs/store.md "Outages").
+ *   callers answer 503 on every backend without knowing driver error codes (docs/store.md "Outages");
+ * - `oneConnection` (SQLite): callers wait for the one connection in a FIFO queue of ours (fifo-gate.ts).
  */
-export function guardedDialect(inner: Dialect, isUnavailable: UnavailableTest): Dialect {
+export function guardedDialect(inner: Dialect, isUnavailable: UnavailableTest, o: { oneConnection?: boolean } = {}): Dialect {
   return {
-    createDriver: () => new GuardedDriver(inner.createDriver(), isUnavailable),
+    createDriver: () => new GuardedDriver(inner.createDriver(), isUnavailable, o.oneConnection === true ? new FifoGate() : undefined),
     createQueryCompiler: (): QueryCompiler => inner.createQueryCompiler(),
     createAdapter: (): DialectAdapter => inner.createAdapter(),
     createIntrospector: (db: Kysely<any>): DatabaseIntrospector => inner.createIntrospector(db),
@@ -63,6 +65,8 @@ class GuardedDriver implements Driver {
   constructor(
     private readonly inner: Driver,
     private readonly isUnavailable: UnavailableTest,
+    /** The one connection's queue (SQLite); undefined for a pool, whose connections serve side by side. */
+    private readonly gate: FifoGate | undefined,
   ) {}
 
   private unwrap = (connection: DatabaseConnection): DatabaseConnection => (connection instanceof GuardedConnection ? connection.inner : connection);
@@ -72,9 +76,11 @@ class GuardedDriver implements Driver {
   }
 
   async acquireConnection(): Promise<DatabaseConnection> {
+    await this.gate?.acquire();
     try {
       return new GuardedConnection(await this.inner.acquireConnection(), this.isUnavailable);
     } catch (err) {
+      this.gate?.release();
       throw this.isUnavailable(err) ? storeUnavailable(err) : err;
     }
   }
@@ -92,8 +98,12 @@ class GuardedDriver implements Driver {
     return this.inner.rollbackTransaction(connection);
   }
 
-  releaseConnection(connection: DatabaseConnection): Promise<void> {
-    return this.inner.releaseConnection(this.unwrap(connection));
+  async releaseConnection(connection: DatabaseConnection): Promise<void> {
+    try {
+      await this.inner.releaseConnection(this.unwrap(connection));
+    } finally {
+      this.gate?.release();
+    }
   }
 
   destroy(): Promise<void> {

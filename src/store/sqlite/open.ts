@@ -37,7 +37,7 @@ export async function openSqliteStore(file: string): Promise<Store> {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), sqliteUnavailable) });
+  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), sqliteUnavailable, { oneConnection: true }) });
   await migrateBesideOthers(db);
   // Checkpoints run in a worker from now on (checkpointer.ts); an in-memory database has no WAL.
   // If the worker fails, SQLite's own automatic checkpoints take over again: slower, never wrong.
