@@ -2,6 +2,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Agent } from 'undici';
 import type { Clock } from '../clock.js';
+import { FifoQueue } from '../fifo-queue.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
@@ -79,9 +80,8 @@ export class CallbackDeliverer {
   private stopping = false;
   private stopped: Promise<void> | undefined;
   private readonly inFlight = new Set<Promise<void>>();
-  /** Held callbacks not yet attempted, oldest first, from `head` on (a queue without O(n) shifts). */
-  private queue: (Held | undefined)[] = [];
-  private head = 0;
+  /** Held callbacks not yet attempted, oldest first. */
+  private readonly queue = new FifoQueue<Held>();
   /** Own attempts running (at most CONCURRENCY). */
   private active = 0;
   /** Callbacks this node took on: being stored, queued or being attempted (at most QUEUE_LIMIT). */
@@ -164,16 +164,8 @@ export class CallbackDeliverer {
 
   /** Starts held callbacks while attempt slots are free. */
   private pump(): void {
-    while (!this.stopping && this.active < this.concurrency && this.head < this.queue.length) {
-      const next = this.queue[this.head]!;
-      this.queue[this.head++] = undefined;
-      if (this.head === this.queue.length) {
-        this.queue = [];
-        this.head = 0;
-      } else if (this.head >= 1024 && this.head * 2 >= this.queue.length) {
-        this.queue = this.queue.slice(this.head);
-        this.head = 0;
-      }
+    while (!this.stopping && this.active < this.concurrency && this.queue.length > 0) {
+      const next = this.queue.shift()!;
       this.active++;
       const attempt = this.attemptHeld(next)
         .catch((err: unknown) => this.o.log.error({ err, webhookId: next.callback.id }, 'callback attempt failed'))

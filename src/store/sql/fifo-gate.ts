@@ -1,3 +1,5 @@
+import { FifoQueue } from '../../fifo-queue.js';
+
 /**
  * One holder at a time, the others served in the order they came, each woken alone. Kysely's SQLite
  * driver guards its one connection with a mutex that wakes every waiter on each release, and all but one
@@ -7,9 +9,8 @@
  */
 export class FifoGate {
   private held = false;
-  /** Waiters from `head` on, oldest first (a queue without O(n) shifts). */
-  private waiting: (() => void)[] = [];
-  private head = 0;
+  /** Waiters, oldest first. */
+  private readonly waiting = new FifoQueue<() => void>();
 
   /** Resolves when the caller holds the gate; it must `release` it once done. */
   acquire(): Promise<void> {
@@ -22,24 +23,13 @@ export class FifoGate {
 
   /** Hands the gate to the oldest waiter, or opens it. */
   release(): void {
-    if (this.head < this.waiting.length) {
-      const next = this.waiting[this.head]!;
-      this.waiting[this.head++] = undefined as unknown as () => void;
-      if (this.head === this.waiting.length) {
-        this.waiting = [];
-        this.head = 0;
-      } else if (this.head >= 1024 && this.head * 2 >= this.waiting.length) {
-        this.waiting = this.waiting.slice(this.head);
-        this.head = 0;
-      }
-      next();
-      return;
-    }
-    this.held = false;
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.held = false;
   }
 
   /** Callers waiting for the gate (diagnostics and tests). */
   get queued(): number {
-    return this.waiting.length - this.head;
+    return this.waiting.length;
   }
 }
