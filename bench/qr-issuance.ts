@@ -145,7 +145,8 @@ async function inProcess(urls: string[], dir: string, port: number): Promise<Mea
   const ownPng = renderPng(encodeQr(sample), MODULE_PIXELS);
   const side = pngSide(encodeQr(sample).size, MODULE_PIXELS);
 
-  const config = loadConfig({}, { port, sqliteFile: join(dir, 'in-process.sqlite'), logLevel: 'silent' });
+  // The encoder thread off: these rows measure the work itself, all of it on this thread.
+  const config = loadConfig({}, { port, sqliteFile: join(dir, 'in-process.sqlite'), logLevel: 'silent', qrEncoderThread: false });
   const app = await buildApp(config);
   try {
     await app.ready();
@@ -286,20 +287,36 @@ async function tabwire(port: number, dir: string, reference: Reference, benchUrl
   }
 }
 
+/** A `text` row on a server configured apart from the budget's: context only, next to the figures the budget uses. */
+interface TextVariant {
+  key: string;
+  label: string;
+  /** Extra arguments of bench/servers/tabwire.ts: the log level, then `no-encoder-thread`. */
+  args: string[];
+}
+
 /**
- * `text` issuance with the log level operators run by default (`info`): Fastify then writes two
- * request lines per request, synchronously, as to stdout (here to /dev/null: the cheapest reader).
- * Context only, next to the silent figures the budget uses; it shows what request logging costs.
+ * - `log info`: the log level operators run by default. Fastify then writes two request lines per
+ *   request, synchronously, as to stdout (here to /dev/null: the cheapest reader); it shows what
+ *   request logging costs.
+ * - `encoder thread off` (config `qrEncoderThread: false`): every request encodes and renders its own
+ *   code on the event loop; it shows what the encoder thread brings on this machine.
  */
-async function tabwireLogged(port: number, dir: string, reference: Reference): Promise<Bracketed> {
+const TEXT_VARIANTS: TextVariant[] = [
+  { key: 'http.text.info', label: 'tabwire POST /QuickLogin mode=text, log info', args: ['info'] },
+  { key: 'http.text.nothread', label: 'tabwire POST /QuickLogin mode=text, encoder thread off', args: ['silent', 'no-encoder-thread'] },
+];
+
+async function tabwireTextVariant(variant: TextVariant, port: number, dir: string, reference: Reference): Promise<Bracketed> {
   let child: ChildServer | undefined;
   try {
-    child = await startChild('tabwire (log info)', new URL('./servers/tabwire.ts', import.meta.url), [String(port), join(dir, 'tabwire-info.sqlite'), 'info'], { nodeArgs: [...SERVICE_NODE_FLAGS] });
+    const sqlite = join(dir, `${variant.key}.sqlite`);
+    child = await startChild(variant.label, new URL('./servers/tabwire.ts', import.meta.url), [String(port), sqlite, ...variant.args], { nodeArgs: [...SERVICE_NODE_FLAGS] });
     const server = child;
     const probe = await fetchOnce(server.port, 'POST', '/QuickLogin', { mode: 'text', purpose: 'bench', serviceId: '', tab: '' });
-    expect(probe.status === 200, `POST /QuickLogin (text, log info) answered ${probe.status}`);
+    expect(probe.status === 200, `POST /QuickLogin (${variant.label}) answered ${probe.status}`);
     const issue: LoadOptions = {
-      ...load(server, 'http.text.info', 'tabwire POST /QuickLogin mode=text, log info'),
+      ...load(server, variant.key, variant.label),
       method: 'POST',
       path: () => '/QuickLogin',
       headers: JSON_HEADERS,
@@ -449,8 +466,10 @@ function build(figures: Figures, context: string[]): Pick<BenchReport, 'sections
         heading: 'Where the server CPU of one request goes (µs)',
         lines: [
           ...table(['request', 'server CPU', 'encode', 'render', 'code+store', 'HTTP+Fastify+GC', '(bare req)'], breakdownRows),
-          'server CPU = server process CPU / requests; encode = encodeQr in the server, around the request run; render and',
-          'code+store = differences of the in-process rows; HTTP+Fastify+GC = the rest; (bare req) = the bare route.',
+          'server CPU = server process CPU / requests, every thread; encode = encodeQr in the server, around the request run;',
+          'render and code+store = differences of the in-process rows; HTTP+Fastify+GC = the rest; (bare req) = the bare route.',
+          'Under this load the encoder thread encodes and renders most text and base64 codes beside the event loop',
+          '(docs/signing.md "Encoder thread"): their encode and render are CPU of the process, not of its event loop.',
         ],
       },
       ...(notes.length > 0 ? [{ heading: 'Notes', lines: notes }] : []),
@@ -490,7 +509,7 @@ export const qrIssuance: Benchmark = {
       };
       figures.http.push(await bareFastify(barePort, reference));
       figures.http.push(...(await tabwire(tabwirePort, dir, reference, urls[0]!)));
-      figures.http.push(await tabwireLogged(await freePort(), dir, reference));
+      for (const variant of TEXT_VARIANTS) figures.http.push(await tabwireTextVariant(variant, await freePort(), dir, reference));
 
       const cpu = cpus();
       const context = [

@@ -15,6 +15,11 @@ export class FifoQueue<T> {
     this.items.push(item);
   }
 
+  /** The oldest item, left in the queue; undefined when empty. */
+  peek(): T | undefined {
+    return this.head === this.items.length ? undefined : this.items[this.head];
+  }
+
   /** The oldest item, removed; undefined when empty. */
   shift(): T | undefined {
     if (this.head === this.items.length) return undefined;

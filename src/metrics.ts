@@ -54,6 +54,12 @@ export function createMetrics() {
       new Gauge({ name: 'tabwire_tabs', help: 'Tabs held by this node', registers: [registry], collect() { this.set(snapshot().tabs); } });
       new Gauge({ name: 'tabwire_tabs_connected', help: 'Tabs with a live connection', registers: [registry], collect() { this.set(snapshot().connected); } });
     },
+    qrAnswers: new Counter({
+      name: 'tabwire_qr_answers_total',
+      help: 'Answers of text and base64 QR requests, by where they were made: ahead on the encoder thread, or on the request',
+      labelNames: ['made'] as const,
+      registers: [registry],
+    }),
     callbackAttempts: new Counter({ name: 'tabwire_callback_attempts_total', help: 'Callback delivery attempts', labelNames: ['outcome'] as const, registers: [registry] }),
     callbackDelivered: new Counter({ name: 'tabwire_callback_delivered_total', help: 'Callbacks delivered (first 2xx)', registers: [registry] }),
     callbackFailures: new Counter({ name: 'tabwire_callback_failures_total', help: 'Failed callback attempts by reason', labelNames: ['reason'] as const, registers: [registry] }),

@@ -38,6 +38,8 @@ export const ConfigSchema = Type.Object(
     codeScanSeconds: Type.Integer({ default: 0, minimum: 0, maximum: 3600 }),
     /** Pixels per QR module in PNG images. */
     qrModulePixels: Type.Integer({ default: 6, minimum: 1, maximum: 32 }),
+    /** Under load, make `text` and `base64` QR answers ahead on a thread of their own (docs/signing.md "Encoder thread"). */
+    qrEncoderThread: Type.Boolean({ default: true }),
     /** Largest accepted request body, in bytes. */
     bodyLimitBytes: Type.Integer({ default: 16_384, minimum: 1024, maximum: 10_485_760 }),
     /** SameSite attribute of the session cookie; `none` requires an https publicBaseUrl. */

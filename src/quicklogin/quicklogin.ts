@@ -14,7 +14,8 @@ import { bindingMatches, effectiveScanSeconds, hashBinding, newBindingToken } fr
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
 import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
-import { QrAnswers, type QrMode, type QrResponse, type SerializedJson } from './qr-answer.js';
+import { QrAnswers, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
+import { QrStock } from './qr-stock.js';
 import { buildResult, parseFilter } from './result.js';
 import type { ServerSigner } from './server-signer.js';
 
@@ -73,6 +74,10 @@ export interface QuickLoginOptions {
   /** Config `codeScanSeconds` (0: off): the scan freshness of every code, which a request may tighten (docs/relay.md). */
   codeScanSeconds: number;
   modulePixels: number;
+  /** Config `qrEncoderThread`: under load, `text` and `base64` answers are made ahead on a thread (qr-stock.ts). */
+  encoderThread: boolean;
+  /** Counts a `text` or `base64` answer by where it was made (`tabwire_qr_answers_total`, docs/metrics.md). */
+  countAnswer?: (made: 'ahead' | 'on_request') => void;
   /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
   allowCookielessQrRequests: boolean;
   /** Backend mode: registrations and the callback outbox. */
@@ -94,10 +99,22 @@ export interface QuickLoginOptions {
 export class QuickLogin {
   private readonly serviceHost: string;
   private readonly qr: QrAnswers;
+  private readonly stock: QrStock;
 
   constructor(private readonly o: QuickLoginOptions) {
     this.serviceHost = new URL(o.publicBaseUrl).host;
     this.qr = new QrAnswers({ publicBaseUrl: o.publicBaseUrl, modulePixels: o.modulePixels });
+    this.stock = new QrStock({
+      publicBaseUrl: o.publicBaseUrl,
+      modulePixels: o.modulePixels,
+      enabled: o.encoderThread,
+      newCode: () => newCode(o.clock.now()),
+    });
+  }
+
+  /** Stops the encoder thread (at shutdown). */
+  close(): Promise<void> {
+    return this.stock.close();
   }
 
   signUrl(code: string): string {
@@ -112,7 +129,10 @@ export class QuickLogin {
     if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
     const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
     const now = this.o.clock.now();
-    const code = newCode(now);
+    // Taken once the request is known to be good, so no ready answer is spent on a refused one.
+    const ready = request.mode === 'image' ? undefined : this.stock.take(request.mode);
+    if (request.mode !== 'image') this.o.countAnswer?.(ready ? 'ahead' : 'on_request');
+    const code = ready?.code ?? newCode(now);
     const record: LoginCode = {
       code,
       tabId: request.tab,
@@ -135,7 +155,7 @@ export class QuickLogin {
       bindingHash: null,
     };
     await this.o.store.codes.insert(record);
-    return this.qr.answer(request.mode, code);
+    return ready ? new SerializedJson(ready.answer) : this.qr.answer(request.mode, code);
   }
 
   /**

@@ -66,6 +66,8 @@ export function createQuickLoginArea(o: {
     codeValidityMs: config.codeValiditySeconds * 1000,
     codeScanSeconds: config.codeScanSeconds,
     modulePixels: config.qrModulePixels,
+    encoderThread: config.qrEncoderThread,
+    countAnswer: (made) => o.metrics.qrAnswers.inc({ made }),
     allowCookielessQrRequests: config.allowCookielessQrRequests,
     awaitTab: (tabId) => registry.awaitRegistration(tabId),
     ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
@@ -82,6 +84,9 @@ export function createQuickLoginArea(o: {
     deliverer,
     // Resumes pending callbacks left by a previous run or another node (durable, leased outbox).
     start: () => deliverer.start(),
-    stop: () => deliverer.stop(),
+    stop: async () => {
+      await deliverer.stop();
+      await quickLogin.close();
+    },
   };
 }
