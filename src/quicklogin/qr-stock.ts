@@ -168,8 +168,15 @@ export class QrStock {
   }
 
   private order(mode: EncodedMode, count: number): void {
+    let worker: Worker;
+    try {
+      worker = this.thread();
+    } catch {
+      // A thread that cannot even start (resources, a missing file) counts as a failure; the request goes on.
+      if (++this.failures >= MAX_FAILURES) void this.close();
+      return;
+    }
     const order: StockOrder = { id: this.nextId++, mode, codes: Array.from({ length: count }, () => this.o.newCode()) };
-    const worker = this.thread();
     this.orders.set(order.id, order);
     this.shelves[mode].ordered = count;
     worker.postMessage(order);
