@@ -1,10 +1,11 @@
+import { availableParallelism } from 'node:os';
 import { buildApp } from './app.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { listenFailureMessage } from './console/listen-failure.js';
 import { chooseLogFormat, logStreamFor } from './console/log-output.js';
 import { startLine } from './console/start-line.js';
-import { missingServiceFlags } from './node-flags.js';
+import { missingOneCoreFlags, missingServiceFlags } from './node-flags.js';
 
 /** Beyond shutdownTimeoutSeconds, for what closes after the connections (deliverer, XMPP, store). */
 const SHUTDOWN_GRACE_SECONDS = 15;
@@ -45,6 +46,8 @@ async function main(): Promise<void> {
   app.log.info({ publicBaseUrl: config.publicBaseUrl, ...start.fields }, start.message);
   const missing = missingServiceFlags();
   if (missing.length > 0) app.log.info({ missing }, 'Node.js runs without the flags the service is started with (docs/deployment.md "Node.js flags")');
+  const oneCore = missingOneCoreFlags(availableParallelism());
+  if (oneCore.length > 0) app.log.info({ missing: oneCore }, 'this process may use one core only; a node confined to one core should also be started with these flags (docs/deployment.md "Node.js flags")');
 }
 
 /** The service could not listen; carries the configuration the explanation names. */

@@ -17,5 +17,21 @@
  */
 export const SERVICE_NODE_FLAGS: readonly string[] = ['--no-memory-reducer', '--heap-growing-percent=20'];
 
+/**
+ * Added for a node confined to one core (taskset, a cpuset): `--single-threaded-gc`. V8 does much of
+ * its garbage collection on four helper threads beside the event loop. On one core they take turns
+ * with it, and during a full collection of a node holding ~12,000 waiting pages they held the core
+ * for 100-200 ms at a time while the event loop waited to run (measured per thread with
+ * /proc/<pid>/task/<tid>/schedstat): every page waiting then got its code late. With the flag V8
+ * collects on the event loop's thread in short steps; there the longest wait fell to ~20 ms
+ * (docs/benchmarks.md "Waiting people"). On more cores the helpers run beside the event loop and
+ * the flag would only slow collections down.
+ */
+export const ONE_CORE_NODE_FLAGS: readonly string[] = ['--single-threaded-gc'];
+
+/** The one-core flags this process lacks while it may run on `cores` cores only (logged at start). */
+export const missingOneCoreFlags = (cores: number, execArgv: readonly string[] = process.execArgv): string[] =>
+  cores > 1 ? [] : ONE_CORE_NODE_FLAGS.filter((flag) => !execArgv.includes(flag));
+
 /** The service flags this process was started without (logged at start: docs/deployment.md). */
 export const missingServiceFlags = (execArgv: readonly string[] = process.execArgv): string[] => SERVICE_NODE_FLAGS.filter((flag) => !execArgv.includes(flag));

@@ -15,7 +15,7 @@ import { summarise } from './latency-histogram.js';
 import { fetchOnce } from './load.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
 import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
-import { SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
+import { ONE_CORE_NODE_FLAGS, SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 export type { WaitingMode };
 
@@ -147,7 +147,8 @@ export class WaitingRig {
     const sqliteFile = join(o.dir, 'waiting-people.sqlite');
     // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof": to look at the server while it is loaded.
     // Started as the service is (src/node-flags.ts), plus whatever BENCH_SERVER_NODE_ARGS adds (profiling, tracing).
-    const nodeArgs = [...SERVICE_NODE_FLAGS, ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+    // Pinned to one core, the server is started as docs/deployment.md says a node confined to one core is.
+    const nodeArgs = [...SERVICE_NODE_FLAGS, ...(o.pin ? ONE_CORE_NODE_FLAGS : []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const server = await startChild('tabwire', new URL('../servers/waiting-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile, env: QR_LIMIT_ENV })], { nodeArgs });
     try {
       if (o.pin) pin(server.pid, '0');
@@ -168,7 +169,8 @@ export class WaitingRig {
   /** CPU split as the processes report it now, e.g. `server 0; load 1; orchestrator 1`. */
   cpuSplit(): string {
     const load = this.load.map((p) => allowedCpus(p.worker.pid));
-    return `server CPU ${allowedCpus(this.server.pid)}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
+    const flags = this.o.pin ? ` (with ${ONE_CORE_NODE_FLAGS.join(' ')}, as for any node confined to one core)` : '';
+    return `server CPU ${allowedCpus(this.server.pid)}${flags}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
   }
 
   loadPids(): number[] {
