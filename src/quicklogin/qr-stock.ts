@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
 import { FifoQueue } from '../fifo-queue.js';
@@ -115,14 +114,12 @@ class Shelf {
  * ~90 for `base64`, docs/benchmarks.md); under load the thread does it beside the event loop, for codes
  * the stock draws here with `newCode`, and a request takes the next ready answer with its code. When
  * none is ready (the first second of load, a burst, a failed thread, or little traffic) the request
- * encodes its own code as before: nothing ever waits for the thread. A process that may run on one core
- * only never orders (docs/signing.md "Encoder thread"). A code taken from the stock is
+ * encodes its own code as before: nothing ever waits for the thread. A code taken from the stock is
  * handed out once and never again; codes never taken are simply forgotten (they were never stored).
  */
 export class QrStock {
   private readonly shelves: Record<EncodedMode, Shelf>;
   private readonly now: () => number;
-  private readonly cores: () => number;
   private readonly orders = new Map<number, StockOrder>();
   private nextId = 0;
   private worker: Worker | undefined;
@@ -137,13 +134,10 @@ export class QrStock {
       enabled: boolean;
       /** Monotonic milliseconds (demand and age); tests pass their own. */
       now?: () => number;
-      /** Cores this process may run on (os.availableParallelism); tests pass their own. */
-      cores?: () => number;
     },
   ) {
     this.closed = !o.enabled;
     this.now = o.now ?? (() => performance.now());
-    this.cores = o.cores ?? availableParallelism;
     this.shelves = { text: new Shelf(this.now()), base64: new Shelf(this.now()) };
   }
 
@@ -174,9 +168,6 @@ export class QrStock {
   }
 
   private order(mode: EncodedMode, count: number): void {
-    // On one core the thread would take its time from the event loop: no gain, only the messages. Asked
-    // at each order (a few a second under load), so a process confined to one core later (taskset) follows.
-    if (this.cores() < 2) return;
     let worker: Worker;
     try {
       worker = this.thread();

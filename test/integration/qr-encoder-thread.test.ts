@@ -1,4 +1,3 @@
-import { availableParallelism } from 'node:os';
 import { afterEach, describe, expect, it } from 'vitest';
 import { counter } from '../helpers/http.js';
 import { decodePng, decodeText } from '../helpers/qr-decode.js';
@@ -37,13 +36,10 @@ async function burstsUntilAhead(s: TestService, mode: 'text' | 'base64'): Promis
   return all;
 }
 
-/** A process confined to one core never uses the thread (qr-stock.ts; unit-tested there with a given core count). */
-const oneCore = availableParallelism() < 2;
-
 const codeOf = (signUrl: string): string => signUrl.slice(signUrl.lastIndexOf('/') + 1);
 
 describe('QR answers made ahead on the encoder thread', () => {
-  it.skipIf(oneCore)('text: every answer is its own stored code, once, with the purpose asked; a sample decodes', async () => {
+  it('text: every answer is its own stored code, once, with the purpose asked; a sample decodes', async () => {
     service = await startService(LOAD);
     const answers = await burstsUntilAhead(service, 'text');
     const ahead = await counter(service, 'tabwire_qr_answers_total', { made: 'ahead' });
@@ -61,7 +57,7 @@ describe('QR answers made ahead on the encoder thread', () => {
     for (const answer of answers.slice(-3)) expect(decodeText(answer.text)).toBe(answer.signUrl);
   });
 
-  it.skipIf(oneCore)('base64: the answers made ahead have the fields and the PNG a request makes', async () => {
+  it('base64: the answers made ahead have the fields and the PNG a request makes', async () => {
     service = await startService(LOAD);
     const answers = await burstsUntilAhead(service, 'base64');
     for (const answer of answers.slice(-3)) {
