@@ -1,6 +1,5 @@
 import type { TabRegistry } from '../hub/registry.js';
 import type { Logger } from 'pino';
-import { clampSeconds } from '../agent/tokens.js';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import type { Delivery } from '../hub/delivery.js';
@@ -10,35 +9,17 @@ import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../
 import type { TabEvent } from '../protocol/frames.js';
 import type { SignInfo } from '../protocol/signing.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
-import { bindingMatches, effectiveScanSeconds, hashBinding, newBindingToken } from './binding.js';
+import { bindingMatches, hashBinding, newBindingToken } from './binding.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
-import { CODE_PATTERN, newCode, newNonce } from './codes.js';
+import { CODE_PATTERN } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
-import { QrAnswers, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
-import { QrStock } from './qr-stock.js';
+import type { SerializedJson, QrResponse } from './qr-answer.js';
+import { QrIssuance, type Caller, type QrRequest } from './qr-issuance.js';
 import { buildResult, parseFilter } from './result.js';
 import type { ServerSigner } from './server-signer.js';
 
 export { QR_MODES, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
-
-/** A QR request (docs/signing.md), already schema-validated. */
-export interface QrRequest {
-  mode: QrMode;
-  purpose: string;
-  serviceId: string;
-  tab: string;
-  agentApiTimeout?: number;
-  propertyFilter?: string;
-  attachmentFilter?: string;
-  /** Scan freshness for this code (docs/relay.md); may only tighten the deployment's `codeScanSeconds`. */
-  scanSeconds?: number;
-}
-
-/** Who asked: the session cookie (hashed, null without one) and the page's Origin, both bound to the code. */
-export interface Caller {
-  sessionHash: string | null;
-  origin: string | null;
-}
+export type { Caller, QrRequest } from './qr-issuance.js';
 
 /** What a signing app is shown before it signs (GET /QuickLogin/Sign/{code}). */
 export type { SignInfo };
@@ -98,101 +79,33 @@ export interface QuickLoginOptions {
 /** QuickLogin domain: issue codes, render them, take signatures, deliver results (docs/signing.md). */
 export class QuickLogin {
   private readonly serviceHost: string;
-  private readonly qr: QrAnswers;
-  private readonly stock: QrStock;
+  private readonly issuance: QrIssuance;
 
   constructor(private readonly o: QuickLoginOptions) {
     this.serviceHost = new URL(o.publicBaseUrl).host;
-    this.qr = new QrAnswers({ publicBaseUrl: o.publicBaseUrl, modulePixels: o.modulePixels });
-    this.stock = new QrStock({
-      publicBaseUrl: o.publicBaseUrl,
-      modulePixels: o.modulePixels,
-      enabled: o.encoderThread,
-      newCode: () => newCode(o.clock.now()),
-    });
+    this.issuance = new QrIssuance(o);
   }
 
   /** Stops the encoder thread (at shutdown). */
   close(): Promise<void> {
-    return this.stock.close();
+    return this.issuance.close();
   }
 
   signUrl(code: string): string {
-    return this.qr.signUrl(code);
+    return this.issuance.signUrl(code);
   }
 
   /**
-   * Issues a fresh single-use code bound to tab, session, origin, purpose and filters. The code
-   * records the session that holds the tab now: its result goes to that session's tab only.
+   * Issues a fresh single-use code bound to tab, session, origin, purpose and filters (qr-issuance.ts). The
+   * code records the session that holds the tab now: its result goes to that session's tab only.
    */
-  async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse | SerializedJson> {
-    if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
-    const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
-    const now = this.o.clock.now();
-    // Taken once the request is known to be good, so no ready answer is spent on a refused one.
-    const ready = request.mode === 'image' ? undefined : this.stock.take(request.mode);
-    if (request.mode !== 'image') this.o.countAnswer?.(ready ? 'ahead' : 'on_request');
-    const code = ready?.code ?? newCode(now);
-    const record: LoginCode = {
-      code,
-      tabId: request.tab,
-      sessionHash,
-      origin: caller.origin,
-      purpose: request.purpose,
-      propertyFilter: request.propertyFilter ?? null,
-      attachmentFilter: request.attachmentFilter ?? null,
-      serviceId: request.serviceId,
-      // Whole seconds in 1..3600, as the token will be issued (docs/agent-api.md); the column is an integer.
-      agentApiTimeout: request.agentApiTimeout === undefined ? null : clampSeconds(request.agentApiTimeout),
-      nonce: newNonce(),
-      createdAt: now,
-      expiresAt: now + this.o.codeValidityMs,
-      state: 'pending',
-      legalId: null,
-      signedAt: null,
-      scanSeconds: effectiveScanSeconds(this.o.codeScanSeconds, request.scanSeconds),
-      fetchedAt: null,
-      bindingHash: null,
-    };
-    await this.o.store.codes.insert(record);
-    return ready ? new SerializedJson(ready.answer) : this.qr.answer(request.mode, code);
-  }
-
-  /**
-   * The session a QR request's tab belongs to, checked against the caller; the code's result goes
-   * there (docs/events.md "Results belong to the session that asked", "QR requests and the tab").
-   */
-  private async tabSession(tab: string, caller: Caller): Promise<string> {
-    if (caller.sessionHash !== null) {
-      // A QR request may come before the tab's Register (first visit, a slow handshake): it binds the tab.
-      return (await this.o.ownTab(tab, caller.sessionHash, { bindIfFree: true, origin: caller.origin })).session;
-    }
-    if (!this.o.allowCookielessQrRequests || caller.origin === null) {
-      throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
-    }
-    // Compatibility switch (docs/events.md): the request may come before the tab's Register; wait for it, bounded.
-    let binding = await this.o.store.tabs.bindingOf(tab);
-    if (binding === undefined) {
-      await this.o.awaitTab(tab);
-      binding = await this.o.store.tabs.bindingOf(tab);
-    }
-    if (binding === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
-    // Only from the page origin the tab registered from; its result goes to the session holding the tab
-    // now, never to one that takes the tab id later.
-    if (binding.origin !== caller.origin) {
-      throw new TabwireError('origin_not_allowed', 'A QR request without the session cookie must come from the origin the tab registered from');
-    }
-    return binding.session;
+  requestQr(request: QrRequest, caller: Caller): Promise<QrResponse | SerializedJson> {
+    return this.issuance.requestQr(request, caller);
   }
 
   /** The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached; undefined otherwise. */
-  async qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
-    if (!CODE_PATTERN.test(code)) return undefined;
-    const record = await this.o.store.codes.get(code);
-    const now = this.o.clock.now();
-    if (!record || record.expiresAt <= now) return undefined;
-    const png = this.qr.png(code, palette);
-    return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };
+  qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
+    return this.issuance.qrPng(code, palette);
   }
 
   /**
