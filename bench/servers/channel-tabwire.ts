@@ -3,6 +3,7 @@
  * log) plus bench-only control routes under /__bench/ that are added here, never in src/:
  *
  *   POST /__bench/gc            full GC (needs --expose-gc), then process.memoryUsage()
+ *   POST /__bench/heap-snapshot settled heap written as a V8 heap snapshot beside the SQLite file; answers its path
  *   GET  /__bench/stats         hub.snapshot(), process.memoryUsage() and the number of open files
  *   POST /__bench/deliver-run   {prefix, tabs, count, perSecond}: `count` events via hub.deliver to random
  *                               tabs tabIdOf(prefix, i), paced; each event's data carries the CLOCK_MONOTONIC
@@ -23,6 +24,8 @@
  * address every node of one cluster shares (the load balancer's).
  */
 import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Redis } from 'ioredis';
@@ -160,6 +163,11 @@ await serveAsChild(async () => {
   };
 
   app.post('/__bench/gc', async () => settleHeap());
+  // A settled heap written as a V8 heap snapshot into the bench's own temporary directory (bench/tab-heap.ts).
+  app.post('/__bench/heap-snapshot', async () => {
+    await settleHeap();
+    return { file: writeHeapSnapshot(join(dirname(args.sqliteFile), `heap-${Date.now()}.heapsnapshot`)) };
+  });
   app.get('/__bench/stats', async () => ({ hub: hub.snapshot(), memory: process.memoryUsage(), openFiles: readdirSync('/proc/self/fd').length }));
 
   app.post('/__bench/deliver-run', async (request) => {
