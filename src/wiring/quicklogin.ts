@@ -55,6 +55,8 @@ export function createQuickLoginArea(o: {
     totalTimeoutMs: config.callbackTimeoutMs,
     pollMs: config.callbackPollMs,
   });
+  // The metric's two children, looked up once rather than per QR request.
+  const answersMade = { ahead: o.metrics.qrAnswers.labels('ahead'), on_request: o.metrics.qrAnswers.labels('on_request') };
   const quickLogin = new QuickLogin({
     backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
     store,
@@ -67,7 +69,7 @@ export function createQuickLoginArea(o: {
     codeScanSeconds: config.codeScanSeconds,
     modulePixels: config.qrModulePixels,
     encoderThread: config.qrEncoderThread,
-    countAnswer: (made) => o.metrics.qrAnswers.inc({ made }),
+    countAnswer: (made) => answersMade[made].inc(),
     allowCookielessQrRequests: config.allowCookielessQrRequests,
     awaitTab: (tabId) => registry.awaitRegistration(tabId),
     ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
