@@ -18,7 +18,8 @@ const timeoutError = (ms: number): Error => Object.assign(new Error(`no complete
  */
 export function postOnce(
   dispatcher: Dispatcher,
-  url: URL,
+  origin: string,
+  path: string,
   headers: Record<string, string>,
   body: string,
   o: { timeoutMs: number; maxResponseBytes: number },
@@ -66,6 +67,6 @@ export function postOnce(
         finish(err);
       },
     };
-    dispatcher.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body }, handler);
+    dispatcher.dispatch({ origin, path, method: 'POST', headers, body }, handler);
   });
 }
