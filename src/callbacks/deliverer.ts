@@ -1,5 +1,6 @@
 import type { KeyObject } from 'node:crypto';
 import type { Logger } from 'pino';
+import { Agent } from 'undici';
 import type { Clock } from '../clock.js';
 import { FifoQueue } from '../fifo-queue.js';
 import type { Delivery } from '../hub/delivery.js';
@@ -7,9 +8,9 @@ import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
 import type { Callback, CallbackStore, CallbackToStore } from '../store/stores.js';
 import { checkCallbackUrl, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
-import type { CallbackTransport } from './attempt.js';
-import { LocalTransport } from './local-transport.js';
-import { ThreadTransport } from './thread-transport.js';
+import { BatchSigner } from './batch-signer.js';
+import { postOnce } from './post.js';
+import { webhookSignatureHeader } from './webhook-signature.js';
 
 export interface DelivererOptions {
   callbacks: CallbackStore;
@@ -27,8 +28,6 @@ export interface DelivererOptions {
   connectTimeoutMs: number;
   totalTimeoutMs: number;
   pollMs: number;
-  /** Sign and POST on a thread beside the event loop (config `callbackDeliveryThread`; thread-transport.ts). */
-  deliveryThread: boolean;
   /** Own attempts in flight at once (default CONCURRENCY; tests make it small). */
   concurrency?: number;
   /** Callbacks this node holds for its own attempts (default QUEUE_LIMIT; tests make it small). */
@@ -71,8 +70,9 @@ type Outcome = { kind: 'delivered' } | { kind: 'gone' } | { kind: 'retry'; reaso
  * the tab hears `SignatureReceivedBE` (data ""), once.
  */
 export class CallbackDeliverer {
-  /** Signs and POSTs attempts: on the delivery thread, or from the event loop. */
-  private readonly transport: CallbackTransport;
+  private readonly agent: Agent;
+  /** Ed25519 off the event loop, in batches (batch-signer.ts). */
+  private readonly signer: BatchSigner;
   private timer: NodeJS.Timeout | undefined;
   private running = false;
   private rerun = false;
@@ -98,10 +98,13 @@ export class CallbackDeliverer {
     this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
     this.concurrency = o.concurrency ?? CONCURRENCY;
     this.queueLimit = o.queueLimit ?? QUEUE_LIMIT;
-    // Every connection's address is checked when it is made (no DNS-rebinding gap), on either transport.
-    const lookup = filteringLookup(o.policy, o.resolve);
-    const connections = { ca: o.ca, connectTimeoutMs: o.connectTimeoutMs, totalTimeoutMs: o.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES };
-    this.transport = o.deliveryThread ? new ThreadTransport(o.privateKey, lookup, connections) : new LocalTransport(o.privateKey, lookup, connections);
+    this.signer = new BatchSigner(o.privateKey);
+    // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
+    this.agent = new Agent({
+      connect: { lookup: filteringLookup(o.policy, o.resolve), timeout: o.connectTimeoutMs, ...(o.ca ? { ca: o.ca } : {}) },
+      headersTimeout: o.totalTimeoutMs,
+      bodyTimeout: o.totalTimeoutMs,
+    });
     const attempts = o.metrics.callbackAttempts;
     this.attemptsBy = { delivered: attempts.labels('delivered'), gone: attempts.labels('gone'), retry: attempts.labels('retry') };
   }
@@ -118,7 +121,8 @@ export class CallbackDeliverer {
       this.stopping = true;
       clearInterval(this.timer);
       await Promise.allSettled([...this.inFlight]);
-      await this.transport.close();
+      await this.agent.close();
+      await this.signer.close();
     })();
     return this.stopped;
   }
@@ -294,21 +298,24 @@ export class CallbackDeliverer {
     const url = this.allowedUrl(callback.url);
     if (url === null) return { kind: 'retry', reason: 'address_refused' };
     const timestamp = Math.floor(this.o.clock.now() / 1000);
-    const answer = await this.transport.send({
-      origin: url.origin,
-      path: `${url.pathname}${url.search}`,
-      id: callback.id,
-      timestamp,
-      body: callback.body,
-      secret: callback.webhookSecret,
-    });
-    if ('failure' in answer) return { kind: 'retry', reason: answer.failure };
-    const { status } = answer;
-    if (status >= 200 && status < 300) return { kind: 'delivered' };
-    if (status === 410) return { kind: 'gone' };
-    const retryAfterMs = parseRetryAfter(answer.retryAfter, this.o.clock.now());
-    const reason = status >= 300 && status < 400 ? 'redirect_not_followed' : `status_${status}`;
-    return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
+    try {
+      const signature = await webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, signEd25519: (content) => this.signer.sign(content), secret: callback.webhookSecret });
+      const headers = {
+        'content-type': 'application/json',
+        'user-agent': 'tabwire-callbacks',
+        'webhook-id': callback.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': signature,
+      };
+      const { status, retryAfter } = await postOnce(this.agent, url, headers, callback.body, { timeoutMs: this.o.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
+      if (status >= 200 && status < 300) return { kind: 'delivered' };
+      if (status === 410) return { kind: 'gone' };
+      const retryAfterMs = parseRetryAfter(retryAfter, this.o.clock.now());
+      const reason = status >= 300 && status < 400 ? 'redirect_not_followed' : `status_${status}`;
+      return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
+    } catch (err) {
+      return { kind: 'retry', reason: failureReason(err) };
+    }
   }
 }
 
@@ -319,4 +326,13 @@ function parseRetryAfter(value: string | string[] | undefined, now: number): num
   if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
   const date = Date.parse(text);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+function failureReason(err: unknown): string {
+  const code = (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
+  if (code === 'ECALLBACKADDRESS') return 'address_refused';
+  if (code === 'ECONNREFUSED') return 'connection_refused';
+  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || (err as Error).name === 'TimeoutError') return 'timeout';
+  if (typeof code === 'string' && (code.startsWith('ERR_TLS') || code.includes('CERT') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT')) return 'tls';
+  return 'network';
 }

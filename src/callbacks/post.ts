@@ -18,8 +18,7 @@ const timeoutError = (ms: number): Error => Object.assign(new Error(`no complete
  */
 export function postOnce(
   dispatcher: Dispatcher,
-  origin: string,
-  path: string,
+  url: URL,
   headers: Record<string, string>,
   body: string,
   o: { timeoutMs: number; maxResponseBytes: number },
@@ -67,6 +66,6 @@ export function postOnce(
         finish(err);
       },
     };
-    dispatcher.dispatch({ origin, path, method: 'POST', headers, body }, handler);
+    dispatcher.dispatch({ origin: url.origin, path: `${url.pathname}${url.search}`, method: 'POST', headers, body }, handler);
   });
 }

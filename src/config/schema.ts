@@ -101,8 +101,6 @@ export const ConfigSchema = Type.Object(
     callbackCaFile: Type.Optional(Type.String({ minLength: 1 })),
     /** How long after the signature a callback is retried (default: a code's 5 minutes). */
     callbackRetrySeconds: Type.Integer({ default: 300, minimum: 1, maximum: 86_400 }),
-    /** Sign and POST callbacks on a thread beside the event loop (docs/backend.md "Delivery thread"). */
-    callbackDeliveryThread: Type.Boolean({ default: true }),
     callbackRetryBaseMs: Type.Integer({ default: 1000, minimum: 1, maximum: 60_000 }),
     callbackRetryCapMs: Type.Integer({ default: 60_000, minimum: 1, maximum: 3_600_000 }),
     callbackConnectTimeoutMs: Type.Integer({ default: 5000, minimum: 100, maximum: 60_000 }),

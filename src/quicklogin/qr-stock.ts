@@ -1,7 +1,6 @@
 import { performance } from 'node:perf_hooks';
-import type { Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import { FifoQueue } from '../fifo-queue.js';
-import { startThread } from '../worker-thread.js';
 import type { EncodedMode } from './qr-answer.js';
 
 /** How much demand the stock covers: answers for this long at the rate of the last second. */
@@ -198,7 +197,7 @@ export class QrStock {
   /** The encoder thread, started with the first order. Never keeps the process alive: nobody waits for it. */
   private thread(): Worker {
     if (this.worker) return this.worker;
-    const worker = startThread(import.meta.url, 'qr-stock-thread', { publicBaseUrl: this.o.publicBaseUrl, modulePixels: this.o.modulePixels } satisfies StockThreadData);
+    const worker = startThread({ publicBaseUrl: this.o.publicBaseUrl, modulePixels: this.o.modulePixels });
     worker.unref();
     worker.on('message', (delivery: StockDelivery) => {
       if (this.worker === worker) this.delivered(delivery);
@@ -216,4 +215,18 @@ export class QrStock {
     this.worker = worker;
     return worker;
   }
+}
+
+/**
+ * The compiled service runs the thread's .js file. From the TypeScript sources (tests, benchmarks under
+ * tsx) the thread's .ts file needs a TypeScript loader first: tsx's, registered in the thread, as a
+ * development dependency only ever loaded then.
+ */
+function startThread(data: StockThreadData): Worker {
+  const fromSources = import.meta.url.endsWith('.ts');
+  const entry = new URL(fromSources ? './qr-stock-thread.ts' : './qr-stock-thread.js', import.meta.url);
+  if (!fromSources) return new Worker(entry, { workerData: data });
+  const loader = import.meta.resolve('tsx/esm/api');
+  const source = `import(${JSON.stringify(loader)}).then(({ register }) => { register(); return import(${JSON.stringify(entry.href)}); });`;
+  return new Worker(source, { eval: true, workerData: data });
 }

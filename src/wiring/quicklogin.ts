@@ -54,7 +54,6 @@ export function createQuickLoginArea(o: {
     connectTimeoutMs: config.callbackConnectTimeoutMs,
     totalTimeoutMs: config.callbackTimeoutMs,
     pollMs: config.callbackPollMs,
-    deliveryThread: config.callbackDeliveryThread,
   });
   // The metric's two children, looked up once rather than per QR request.
   const answersMade = { ahead: o.metrics.qrAnswers.labels('ahead'), on_request: o.metrics.qrAnswers.labels('on_request') };

@@ -119,7 +119,6 @@ async function setUp(limits: { concurrency: number; queueLimit: number }, timeou
     connectTimeoutMs: timeoutMs,
     totalTimeoutMs: timeoutMs,
     pollMs: 60_000,
-    deliveryThread: true,
     ...limits,
   });
   return deliverer;
