@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { OTHER_CPU_LIMIT, machineLine, mib, revision, waitForQuiet } from './lib/channel-common.js';
 import { table } from './lib/stats.js';
-import { QR_LIMIT_ENV, WaitingRig, tasksetAvailable, type WindowResult } from './lib/waiting-rig.js';
+import { QR_LIMIT_ENV, WaitingRig, serverCores, tasksetAvailable, type WindowResult } from './lib/waiting-rig.js';
 import { waitingMode } from './waiting-people.js';
 
 const TABS = Number(process.env.SOAK_TABS ?? 10_000);
@@ -43,14 +43,14 @@ async function main(): Promise<number> {
     console.log(`tabwire: ${revision()}`);
     const idle = await waitForQuiet();
     console.log(`idle check: other processes used ${idle.toFixed(0)}% of a core`);
-    rig = await WaitingRig.start({ mode, periodMs: PERIOD_MS, poolSize: POOL, pin, dir });
+    rig = await WaitingRig.start({ mode, periodMs: PERIOD_MS, poolSize: POOL, pin, serverCores: serverCores(), dir });
     if (TABS > rig.serverCapacity) throw new Error(`the server may hold ${rig.serverCapacity} tabs (open-file limit)`);
     const openMs = await rig.setTabs(TABS);
     console.log(`cores: ${pin ? rig.cpuSplit() : `not pinned (${rig.cpuSplit()})`}`);
     console.log(`service config: defaults, log silent; ${Object.entries(QR_LIMIT_ENV).map(([k, v]) => `${k}=${v}`).join(', ')}`);
     console.log(`${fmt(TABS)} tabs opened and registered in ${(openMs / 1000).toFixed(1)} s\n`);
 
-    const header = ['t', 'phase', 'codes/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'srv CPU', 'srv RSS', 'SQLite', 'load CPU', 'other'];
+    const header = ['t', 'phase', 'codes/s', 'p50 ms', 'p99 ms', 'max ms', 'errors', 'srv CPU', 'srv RSS', 'SQLite', 'load CPU', 'bunching', 'other'];
     const rows: string[][] = [];
     const samples: { at: number; r: WindowResult; warm: boolean }[] = [];
     const windows = Math.ceil((WARMUP_MS + MINUTES * 60_000) / SAMPLE_MS);
@@ -71,6 +71,7 @@ async function main(): Promise<number> {
         mib(r.serverRss),
         mib(rig.databaseBytes()),
         `${r.clientCpuPercent.toFixed(0)}%`,
+        Number.isFinite(r.bunching) ? r.bunching.toFixed(2) : '-',
         `${r.otherPercent.toFixed(0)}%${r.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`,
       ];
       rows.push(cells);

@@ -17,7 +17,7 @@ import { OTHER_CPU_LIMIT, machineLine, mib, openFilesLimit, revision, versionOf,
 import { table } from './lib/stats.js';
 import { backgroundLoad } from './lib/sysload.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
-import { QR_LIMIT_ENV, WaitingRig, holds, tasksetAvailable, type WaitingMode, type WindowResult } from './lib/waiting-rig.js';
+import { QR_LIMIT_ENV, WaitingRig, holds, serverCores, tasksetAvailable, type WaitingMode, type WindowResult } from './lib/waiting-rig.js';
 
 /** Tab counts tried, ascending; those above the server's open-file capacity are left out. */
 const STEPS = [1_000, 2_000, 4_000, 8_000, 12_000, 16_000, 19_000] as const;
@@ -65,6 +65,7 @@ function row(label: string, r: WindowResult, mode: WaitingMode, verdict: string)
     ms(r.gcMaxMs),
     `${r.clientCpuPercent.toFixed(0)}%`,
     ms(r.clientLoopP99Ms),
+    Number.isFinite(r.bunching) ? r.bunching.toFixed(2) : '-',
     `${r.otherPercent.toFixed(0)}%${r.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`,
     verdict,
   ];
@@ -86,6 +87,7 @@ const header = (mode: WaitingMode): string[] => [
   'GC max',
   'load CPU',
   'load lag p99',
+  'bunching',
   'other',
   'verdict',
 ];
@@ -116,7 +118,7 @@ export const waitingPeople: Benchmark = {
     let rig: WaitingRig | undefined;
     try {
       const idle = await waitForQuiet();
-      rig = await WaitingRig.start({ mode, periodMs: PERIOD_MS, poolSize: POOL, pin, dir });
+      rig = await WaitingRig.start({ mode, periodMs: PERIOD_MS, poolSize: POOL, pin, serverCores: serverCores(), dir });
       const steps = STEPS.filter((n) => n <= rig!.serverCapacity);
       const rows: string[][] = [];
       const notes: string[] = [];
@@ -260,7 +262,7 @@ export const waitingPeople: Benchmark = {
             heading: 'Steps (each row one measured window)',
             lines: [
               ...table(header(mode), rows),
-              'codes/s: refreshes answered; srv µs/code: server CPU per refresh (POST, PNG, pings, everything); lag: event-loop delay (ms, sampled every 1 ms) of the server and the load process; GC max: longest GC pause in the server (ms).',
+              'codes/s: refreshes answered; srv µs/code: server CPU per refresh (POST, PNG, pings, everything); lag: event-loop delay (ms, sampled every 1 ms) of the server and the load process; GC max: longest GC pause in the server (ms); bunching: refreshes started in the busiest 20 ms of the 2 s period against the mean (1.00 = evenly spread; refreshes a slow moment held back come back together).',
               ...notes,
             ],
           },

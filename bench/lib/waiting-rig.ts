@@ -1,12 +1,13 @@
 /**
  * The waiting-people rig shared by bench/waiting-people.ts and bench/soak.ts: a real tabwire in a
  * child process (bench/servers/waiting-tabwire.ts) and one or more load processes
- * (bench/servers/waiting-clients.ts) holding N waiting login pages, with the server on one core
- * and the load on the other when `taskset` is available. It measures windows: QR latency merged
- * over the load processes, errors, and every process's CPU from /proc/<pid>/stat.
+ * (bench/servers/waiting-clients.ts) holding N waiting login pages. When `taskset` is available the
+ * server's event loop has CPU 0 to itself, and the server's other threads and the load share CPU 1
+ * (or, with `serverCores: 'one'`, the whole server is on CPU 0). It measures windows: QR latency
+ * merged over the load processes, errors, and every process's CPU from /proc/<pid>/stat.
  */
 import { execFileSync } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startChild, type ChildServer } from './child.js';
@@ -14,7 +15,7 @@ import { openFilesLimit, rssBytes, startWorker, type Worker } from './channel-wo
 import { summarise } from './latency-histogram.js';
 import { fetchOnce } from './load.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
-import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
+import { ARRIVAL_BIN_MS, type WaitingMode, type WindowReading } from '../servers/waiting-clients.js';
 import { ONE_CORE_NODE_FLAGS, SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 export type { WaitingMode };
@@ -40,8 +41,15 @@ export interface RigOptions {
   periodMs: number;
   /** Keep-alive HTTP connections per load process. */
   poolSize: number;
-  /** Pin the server to CPU 0 and the load (and this process) to CPU 1. */
+  /** Pin the server to CPU 0 (see serverCores) and the load (and this process) to CPU 1. */
   pin: boolean;
+  /**
+   * With pin: `loop` gives CPU 0 to the server's event loop alone and puts its other threads (V8's
+   * garbage-collection helpers, the QR encoder thread, SQLite's checkpointer, libuv's pool) on CPU 1 with
+   * the load, as on a two-core machine where the node runs beside other work; `one` confines the whole
+   * server to CPU 0, started as docs/deployment.md says for a node confined to one core.
+   */
+  serverCores: 'loop' | 'one';
   /** Directory for the server's SQLite file. */
   dir: string;
 }
@@ -75,6 +83,8 @@ export interface WindowResult {
   serverRss: number;
   clientLoopP99Ms: number;
   maxQueue: number;
+  /** Refreshes in the busiest 20 ms of the refresh period against the mean (`arrivalBunching`). */
+  bunching: number;
   /** The server's event-loop delay over the window (ms, 1 ms sampling included) and its GC pauses. */
   serverLoopP99Ms: number;
   serverLoopMaxMs: number;
@@ -101,9 +111,24 @@ export function allowedCpus(pid: number): string {
   return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '?';
 }
 
+/** The CPUs one thread of a process may run on. */
+function allowedThreadCpus(pid: number, tid: string): string {
+  return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? '?';
+}
+
 /** Moves every thread of a process to `cpus` (taskset -a); threads started later inherit it. */
 function pin(pid: number, cpus: string): void {
   execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
+/** Moves one thread (a task id; the main thread's is the pid) to `cpus`. */
+function pinThread(tid: string, cpus: string): void {
+  execFileSync('taskset', ['-p', '-c', cpus, tid], { stdio: 'ignore' });
+}
+
+/** BENCH_SERVER_CORES=one confines the whole server to CPU 0; by default its event loop has CPU 0 alone (RigOptions.serverCores). */
+export function serverCores(): RigOptions['serverCores'] {
+  return process.env.BENCH_SERVER_CORES === 'one' ? 'one' : 'loop';
 }
 
 export function tasksetAvailable(): boolean {
@@ -116,6 +141,25 @@ export function tasksetAvailable(): boolean {
 }
 
 /** A window's result holds when p99 is within the bound and nothing failed. */
+/**
+ * How unevenly refreshes fall within the refresh period: the window's arrivals (all load processes)
+ * folded onto one period, the busiest ARRIVAL_BIN_MS of it against the mean (1 = evenly spread). A page
+ * asks again a fixed time after its answer, so the refreshes a slow moment of the server held back are
+ * answered together and come back together one period later, and keep doing so: each stall adds to
+ * the bunches, and a bunch arrives faster than the server answers. Only whole periods are folded.
+ */
+export function arrivalBunching(perProcess: readonly number[][], periodMs: number): number {
+  const binsPerPeriod = Math.round(periodMs / ARRIVAL_BIN_MS);
+  const length = Math.max(0, ...perProcess.map((a) => a.length));
+  // The last bin of the window is partial, and so is a trailing part of a period.
+  const whole = Math.floor(Math.max(0, length - 1) / binsPerPeriod) * binsPerPeriod;
+  if (whole === 0) return Number.NaN;
+  const folded = new Array<number>(binsPerPeriod).fill(0);
+  for (const a of perProcess) for (let i = 0; i < Math.min(whole, a.length); i++) folded[i % binsPerPeriod]! += a[i]!;
+  const mean = folded.reduce((s, n) => s + n, 0) / binsPerPeriod;
+  return mean > 0 ? Math.max(...folded) / mean : Number.NaN;
+}
+
 export const holds = (r: WindowResult, p99LimitMs: number): boolean => r.p99 <= p99LimitMs && r.errors === 0 && r.closes === 0 && r.refreshes > 0;
 
 interface LoadProcess {
@@ -130,6 +174,9 @@ export class WaitingRig {
   /** Tab ids are never reused: a dropped tab's binding to its session outlives it. */
   private nextIndex = 0;
   private closesSeen = 0;
+  /** serverCores `loop`: moves the server's threads started since to CPU 1 (threads inherit their creator's CPUs). */
+  private threadMover: NodeJS.Timeout | undefined;
+  private readonly threadsMoved = new Set<string>();
   private readonly ownCpus: string;
 
   private constructor(
@@ -147,14 +194,16 @@ export class WaitingRig {
     const sqliteFile = join(o.dir, 'waiting-people.sqlite');
     // BENCH_SERVER_NODE_ARGS, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof": to look at the server while it is loaded.
     // Started as the service is (src/node-flags.ts), plus whatever BENCH_SERVER_NODE_ARGS adds (profiling, tracing).
-    // Pinned to one core, the server is started as docs/deployment.md says a node confined to one core is.
-    const nodeArgs = [...SERVICE_NODE_FLAGS, ...(o.pin ? ONE_CORE_NODE_FLAGS : []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+    // Confined to one core, the server is started as docs/deployment.md says such a node is.
+    const oneCore = o.pin && o.serverCores === 'one';
+    const nodeArgs = [...SERVICE_NODE_FLAGS, ...(oneCore ? ONE_CORE_NODE_FLAGS : []), ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
     const server = await startChild('tabwire', new URL('../servers/waiting-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile, env: QR_LIMIT_ENV })], { nodeArgs });
     try {
-      if (o.pin) pin(server.pid, '0');
+      if (o.pin) pin(server.pid, oneCore ? '0' : '1');
       const capacity = openFilesLimit(server.pid) - o.poolSize * maxLoadProcesses - FD_MARGIN;
       const rig = new WaitingRig(server, o, sqliteFile, capacity);
       if (o.pin) pin(process.pid, '1');
+      if (o.pin && !oneCore) rig.giveLoopItsCore();
       return rig;
     } catch (err) {
       await server.stop();
@@ -166,11 +215,44 @@ export class WaitingRig {
     return this.load.reduce((s, p) => s + p.tabs, 0);
   }
 
-  /** CPU split as the processes report it now, e.g. `server 0; load 1; orchestrator 1`. */
+  /**
+   * The server's main thread (the event loop) to CPU 0, every other thread of it to CPU 1, and once a
+   * second any thread it started since (the encoder thread starts under load) to CPU 1 as well.
+   */
+  private giveLoopItsCore(): void {
+    const pid = String(this.server.pid);
+    pinThread(pid, '0');
+    const moveNew = (): void => {
+      let tids: string[];
+      try {
+        tids = readdirSync(`/proc/${pid}/task`);
+      } catch {
+        return; // the server is gone
+      }
+      for (const tid of tids) {
+        if (tid === pid || this.threadsMoved.has(tid)) continue;
+        try {
+          pinThread(tid, '1');
+          this.threadsMoved.add(tid);
+        } catch {
+          // the thread ended meanwhile
+        }
+      }
+    };
+    moveNew();
+    this.threadMover = setInterval(moveNew, 1_000);
+    this.threadMover.unref();
+  }
+
+  /** CPU split as the processes report it now, e.g. `server event loop CPU 0, its other threads CPU 1; load 1; orchestrator 1`. */
   cpuSplit(): string {
     const load = this.load.map((p) => allowedCpus(p.worker.pid));
-    const flags = this.o.pin ? ` (with ${ONE_CORE_NODE_FLAGS.join(' ')}, as for any node confined to one core)` : '';
-    return `server CPU ${allowedCpus(this.server.pid)}${flags}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
+    const pid = this.server.pid;
+    const server =
+      this.threadMover === undefined
+        ? `server CPU ${allowedCpus(pid)}${this.o.pin ? ` (with ${ONE_CORE_NODE_FLAGS.join(' ')}, as for any node confined to one core)` : ''}`
+        : `server event loop CPU ${allowedThreadCpus(pid, String(pid))} alone, its ${this.threadsMoved.size} other threads (garbage-collection helpers, QR encoder, SQLite checkpointer, libuv pool) CPU 1`;
+    return `${server}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
   }
 
   loadPids(): number[] {
@@ -295,6 +377,10 @@ export class WaitingRig {
       serverRss: rssBytes(this.server.pid),
       clientLoopP99Ms: Math.max(...readings.map((r) => r.loopP99Ms)),
       maxQueue: Math.max(...readings.map((r) => r.maxQueue)),
+      bunching: arrivalBunching(
+        readings.map((r) => r.arrivals),
+        this.o.periodMs,
+      ),
       serverLoopP99Ms: loop.p99Ms,
       serverLoopMaxMs: loop.maxMs,
       gcCount: loop.gc.count,
@@ -312,6 +398,7 @@ export class WaitingRig {
 
   /** Stops the load processes and the server (by pid) and gives this process its CPUs back. */
   async stop(): Promise<void> {
+    clearInterval(this.threadMover);
     await Promise.all(this.load.map((p) => p.worker.stop()));
     await this.server.stop();
     if (this.o.pin) {

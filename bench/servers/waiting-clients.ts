@@ -67,7 +67,12 @@ export interface WindowReading {
   maxQueue: number;
   tabs: number;
   windowMs: number;
+  /** Refreshes started per ARRIVAL_BIN_MS of the window, from its start (see `arrivalBunching` in waiting-rig.ts). */
+  arrivals: number[];
 }
+
+/** Width of the bins `arrivals` counts refreshes in. */
+export const ARRIVAL_BIN_MS = 20;
 
 const PURPOSE = 'Log in to the tabwire demo';
 const USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36';
@@ -91,6 +96,9 @@ let firstError: string | undefined;
 let httpAnswers = 0;
 let maxQueue = 0;
 let windowStart = performance.now();
+/** Refreshes started per ARRIVAL_BIN_MS since windowStart; bounded to a window of 10 minutes. */
+let arrivals: number[] = [];
+const MAX_ARRIVAL_BINS = 600_000 / ARRIVAL_BIN_MS;
 // Sampled every 1 ms; a sample is the time between two timer runs, so 1 ms is "no delay".
 const loop = monitorEventLoopDelay({ resolution: 1 });
 loop.enable();
@@ -256,6 +264,8 @@ function refresh(tab: Tab): void {
   tab.refresh = undefined;
   if (!tab.running || !pool) return;
   tab.since = performance.now();
+  const bin = Math.floor((tab.since - windowStart) / ARRIVAL_BIN_MS);
+  if (bin < MAX_ARRIVAL_BINS) arrivals[bin] = (arrivals[bin] ?? 0) + 1;
   pool.request({
     bytes: tab.post,
     answer: (status, _head, body) => onQrAnswer(tab, status, body),
@@ -477,6 +487,7 @@ serveWorker(
       maxQueue = 0;
       loop.reset();
       windowStart = performance.now();
+      arrivals = [];
       return true;
     },
     'window-read'(): WindowReading {
@@ -502,6 +513,8 @@ serveWorker(
         loopP99Ms: loop.percentile(99) / 1e6,
         loopMaxMs: loop.max / 1e6,
         maxQueue,
+        // Holes (bins without a refresh) count as 0.
+        arrivals: Array.from(arrivals, (n) => n ?? 0),
         tabs: tabs.filter((t) => t.running).length,
         windowMs: now - windowStart,
       };
