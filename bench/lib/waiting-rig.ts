@@ -15,7 +15,7 @@ import { openFilesLimit, rssBytes, startWorker, type Worker } from './channel-wo
 import { summarise } from './latency-histogram.js';
 import { fetchOnce } from './load.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
-import { ARRIVAL_BIN_MS, type WaitingMode, type WindowReading } from '../servers/waiting-clients.js';
+import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
 import { ONE_CORE_NODE_FLAGS, SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 export type { WaitingMode };
@@ -142,14 +142,14 @@ export function tasksetAvailable(): boolean {
 
 /** A window's result holds when p99 is within the bound and nothing failed. */
 /**
- * How unevenly refreshes fall within the refresh period: the window's arrivals (all load processes)
- * folded onto one period, the busiest ARRIVAL_BIN_MS of it against the mean (1 = evenly spread). A page
+ * How unevenly refreshes fall within the refresh period: the window's arrivals (all load processes,
+ * counted per `binMs`) folded onto one period, the busiest bin of it against the mean (1 = evenly spread). A page
  * asks again a fixed time after its answer, so the refreshes a slow moment of the server held back are
  * answered together and come back together one period later, and keep doing so: each stall adds to
  * the bunches, and a bunch arrives faster than the server answers. Only whole periods are folded.
  */
-export function arrivalBunching(perProcess: readonly number[][], periodMs: number): number {
-  const binsPerPeriod = Math.round(periodMs / ARRIVAL_BIN_MS);
+export function arrivalBunching(perProcess: readonly number[][], binMs: number, periodMs: number): number {
+  const binsPerPeriod = Math.round(periodMs / binMs);
   const length = Math.max(0, ...perProcess.map((a) => a.length));
   // The last bin of the window is partial, and so is a trailing part of a period.
   const whole = Math.floor(Math.max(0, length - 1) / binsPerPeriod) * binsPerPeriod;
@@ -379,6 +379,7 @@ export class WaitingRig {
       maxQueue: Math.max(...readings.map((r) => r.maxQueue)),
       bunching: arrivalBunching(
         readings.map((r) => r.arrivals),
+        readings[0]?.arrivalBinMs ?? 1,
         this.o.periodMs,
       ),
       serverLoopP99Ms: loop.p99Ms,

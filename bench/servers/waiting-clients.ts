@@ -67,12 +67,13 @@ export interface WindowReading {
   maxQueue: number;
   tabs: number;
   windowMs: number;
-  /** Refreshes started per ARRIVAL_BIN_MS of the window, from its start (see `arrivalBunching` in waiting-rig.ts). */
+  /** Refreshes started per `arrivalBinMs` of the window, from its start (see `arrivalBunching` in waiting-rig.ts). */
   arrivals: number[];
+  arrivalBinMs: number;
 }
 
 /** Width of the bins `arrivals` counts refreshes in. */
-export const ARRIVAL_BIN_MS = 20;
+const ARRIVAL_BIN_MS = 20;
 
 const PURPOSE = 'Log in to the tabwire demo';
 const USER_AGENT = 'Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0.0.0 Safari/537.36';
@@ -515,6 +516,7 @@ serveWorker(
         maxQueue,
         // Holes (bins without a refresh) count as 0.
         arrivals: Array.from(arrivals, (n) => n ?? 0),
+        arrivalBinMs: ARRIVAL_BIN_MS,
         tabs: tabs.filter((t) => t.running).length,
         windowMs: now - windowStart,
       };
