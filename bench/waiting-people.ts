@@ -262,7 +262,7 @@ export const waitingPeople: Benchmark = {
             heading: 'Steps (each row one measured window)',
             lines: [
               ...table(header(mode), rows),
-              'codes/s: refreshes answered; srv µs/code: server CPU per refresh (POST, PNG, pings, everything); lag: event-loop delay (ms, sampled every 1 ms) of the server and the load process; GC max: longest GC pause in the server (ms); bunching: refreshes started in the busiest 20 ms of the 2 s period against the mean (1.00 = evenly spread; refreshes a slow moment held back come back together).',
+              'codes/s: refreshes answered; srv µs/code: server CPU per refresh (POST, PNG, pings, everything); lag: event-loop delay (ms, sampled every 1 ms) of the server and the load process; GC max: longest GC pause in the server (ms); bunching: how unevenly refreshes start within the 2 s period (coefficient of variation of the starts per 20 ms, folded onto one period; 0 = evenly spread, ~0.03 is sampling noise at 12,000 tabs): refreshes a slow moment held back come back together.',
               ...notes,
             ],
           },
