@@ -73,6 +73,30 @@ describe.each(BACKENDS)('callback store on $name', (backend) => {
     expect(await s.store.callbacks.renewLease('lease', NOW + 2 * LEASE, NOW + 3 * LEASE)).toBe(false);
   });
 
+  it('many deliveries marked at once (one batch, past one statement) each move their own row once', async () => {
+    const ids = Array.from({ length: 150 }, (_, i) => `many-${String(i).padStart(3, '0')}`);
+    for (const id of ids) await s.store.callbacks.insert(callback(id, { nextAttemptAt: NOW + 3_600_000 }));
+    // One already delivered: marking it again moves nothing.
+    expect(await s.store.callbacks.markDelivered(ids[7]!, NOW)).toBe(true);
+    // All asked for in one turn, an id twice and an id that does not exist among them.
+    const asked = [...ids, ids[3]!, 'many-missing'];
+    const marks = await Promise.all(asked.map((id, i) => s.store.callbacks.markDelivered(id, NOW + 10 + (i % 5))));
+    const moved = asked.filter((_, i) => marks[i]);
+    expect(moved).toEqual(ids.filter((id) => id !== ids[7]));
+    for (const id of ids) {
+      const stored = await s.store.callbacks.get(id);
+      expect(stored?.state).toBe('delivered');
+      // Its own mark's time, or (written as one batch) the latest of the batch: within the same turn.
+      if (id === ids[7]) {
+        expect(stored?.deliveredAt).toBe(NOW);
+      } else {
+        expect(stored?.deliveredAt).toBeGreaterThanOrEqual(NOW + 10);
+        expect(stored?.deliveredAt).toBeLessThanOrEqual(NOW + 14);
+      }
+    }
+    for (const id of ids) await s.store.callbacks.remove(id);
+  });
+
   it('reschedule records the attempt and releases the lease; finish ends it; U+0000 in an error text is kept replaced', async () => {
     await s.store.callbacks.insert(callback('retry', { nextAttemptAt: 0 }), NOW + LEASE);
     await s.store.callbacks.reschedule('retry', 1, NOW + 500, 'timeout');
