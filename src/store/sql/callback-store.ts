@@ -2,7 +2,6 @@ import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CallbacksTable, Database } from '../schema.js';
 import type { Callback, CallbackState, CallbackStore } from '../stores.js';
 import type { SqlFlavour } from './flavour.js';
-import { DeliveryMarks } from './delivery-marks.js';
 import { batchStart, GroupCommit, outboxCommitQueue } from './group-commit.js';
 
 const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
@@ -66,8 +65,6 @@ export class SqlCallbackStore implements CallbackStore {
   // backend mode the store is the code store's settlement, which shares the deliveries' queue.
   private readonly inserts: GroupCommit;
   private readonly deliveries: GroupCommit;
-  /** With group commit (SQLite): the `delivered` marks of a commit as one statement. */
-  private readonly marks: DeliveryMarks | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -81,7 +78,6 @@ export class SqlCallbackStore implements CallbackStore {
       // code settlements that store callbacks (see group-commit.ts).
       outboxCommitQueue(db, flavour),
     );
-    this.marks = flavour.groupCommit ? new DeliveryMarks(db, outboxCommitQueue(db, flavour)) : undefined;
   }
 
   async insert(c: Callback, leaseUntil?: number): Promise<boolean> {
@@ -133,7 +129,6 @@ export class SqlCallbackStore implements CallbackStore {
   }
 
   async markDelivered(id: string, now: number): Promise<boolean> {
-    if (this.marks) return this.marks.mark(id, now);
     // Parameters in the compiled statement's order: set state, delivered_at, lease_until; where id, state.
     return (await this.deliveries.run(['delivered', now, null, id, 'pending'])) === 1;
   }
