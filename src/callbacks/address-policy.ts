@@ -117,3 +117,31 @@ export function filteringLookup(policy: CallbackPolicy, resolve: Resolver) {
     );
   };
 }
+
+/** Checked callback URLs remembered (the policy is fixed for the process; a backend has one URL). */
+const CHECKED_URLS_KEPT = 1_024;
+
+/**
+ * `checkCallbackUrl` without the network, remembered per URL text (the URL it accepted, or null when
+ * refused): it depends only on the text and the policy, both fixed. Name resolution is not remembered
+ * here: `filteringLookup` checks every connection.
+ */
+export class CheckedUrls {
+  private readonly checked = new Map<string, URL | null>();
+
+  constructor(private readonly policy: CallbackPolicy) {}
+
+  allowed(raw: string): URL | null {
+    let url = this.checked.get(raw);
+    if (url === undefined) {
+      try {
+        url = checkCallbackUrl(raw, this.policy);
+      } catch {
+        url = null;
+      }
+      if (this.checked.size >= CHECKED_URLS_KEPT) this.checked.clear();
+      this.checked.set(raw, url);
+    }
+    return url;
+  }
+}

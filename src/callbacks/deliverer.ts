@@ -7,7 +7,8 @@ import type { Delivery } from '../hub/delivery.js';
 import type { Metrics } from '../metrics.js';
 import { EventTypes } from '../protocol/events.js';
 import type { Callback, CallbackStore, CallbackToStore } from '../store/stores.js';
-import { checkCallbackUrl, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
+import { CheckedUrls, filteringLookup, type CallbackPolicy, type Resolver } from './address-policy.js';
+import { backoffMs, failureReason, outcomeOfAnswer, type Outcome } from './attempt-outcome.js';
 import { BatchSigner } from './batch-signer.js';
 import { postOnce } from './post.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
@@ -52,8 +53,6 @@ const QUEUE_LIMIT = 4_096;
 const QUEUE_GRACE_MS = 5_000;
 /** Response bodies are not read beyond this (a backend's answer is not needed, only its status). */
 const MAX_RESPONSE_BYTES = 4096;
-/** Checked callback URLs remembered (the policy is fixed for the process; a backend has one URL). */
-const URL_CHECK_CACHE = 1_024;
 
 /** A stored callback this node holds the lease of, waiting for a free attempt slot. */
 interface Held {
@@ -61,7 +60,6 @@ interface Held {
   leaseUntil: number;
 }
 
-type Outcome = { kind: 'delivered' } | { kind: 'gone' } | { kind: 'retry'; reason: string; retryAfterMs?: number };
 
 /**
  * The durable callback outbox (docs/backend.md "Delivery guarantees"): every callback is in the store
@@ -89,8 +87,8 @@ export class CallbackDeliverer {
   private readonly leaseMs: number;
   private readonly concurrency: number;
   private readonly queueLimit: number;
-  /** URL text -> the URL `checkCallbackUrl` accepted, or null. */
-  private readonly urlChecks = new Map<string, URL | null>();
+  /** Callback URLs checked without the network, remembered. */
+  private readonly urlChecks: CheckedUrls;
   /** The metric children, looked up once rather than per attempt. */
   private readonly attemptsBy: Record<Outcome['kind'], { inc(): void }>;
 
@@ -98,6 +96,7 @@ export class CallbackDeliverer {
     this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
     this.concurrency = o.concurrency ?? CONCURRENCY;
     this.queueLimit = o.queueLimit ?? QUEUE_LIMIT;
+    this.urlChecks = new CheckedUrls(o.policy);
     this.signer = new BatchSigner(o.privateKey);
     // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
     this.agent = new Agent({
@@ -255,7 +254,7 @@ export class CallbackDeliverer {
       case 'retry': {
         this.o.metrics.callbackFailures.inc({ reason: outcome.reason });
         const now = this.o.clock.now();
-        const next = now + (outcome.retryAfterMs ?? this.backoff(attempt));
+        const next = now + (outcome.retryAfterMs ?? backoffMs(attempt, this.o.retryBaseMs, this.o.retryCapMs));
         if (next >= callback.deadline) {
           this.o.metrics.callbackFailures.inc({ reason: 'expired' });
           return this.o.callbacks.finish(callback.id, 'expired', attempt, `${outcome.reason}; no time left before the deadline`);
@@ -265,37 +264,9 @@ export class CallbackDeliverer {
     }
   }
 
-  /**
-   * `checkCallbackUrl` without the network, remembered per URL (parsed, or null when refused): it depends
-   * only on the URL text and the policy, both fixed. (Name resolution is not cached here: the agent's
-   * lookup checks every connection.)
-   */
-  private allowedUrl(raw: string): URL | null {
-    let url = this.urlChecks.get(raw);
-    if (url === undefined) {
-      try {
-        url = checkCallbackUrl(raw, this.o.policy);
-      } catch {
-        url = null;
-      }
-      if (this.urlChecks.size >= URL_CHECK_CACHE) this.urlChecks.clear();
-      this.urlChecks.set(raw, url);
-    }
-    return url;
-  }
-
-  /**
-   * Exponential backoff with jitter: a random delay in [d/2, d], d = base * 2^(attempt-1), capped. Whole
-   * milliseconds: the time is stored in a bigint column, which PostgreSQL (and so the store) refuses 1.5 for.
-   */
-  private backoff(attempt: number): number {
-    const delay = Math.min(this.o.retryCapMs, this.o.retryBaseMs * 2 ** (attempt - 1));
-    return Math.floor(delay / 2 + Math.random() * (delay / 2));
-  }
-
   private async send(callback: Callback): Promise<Outcome> {
     // Again at delivery: an IP-literal host never goes through the lookup.
-    const url = this.allowedUrl(callback.url);
+    const url = this.urlChecks.allowed(callback.url);
     if (url === null) return { kind: 'retry', reason: 'address_refused' };
     const timestamp = Math.floor(this.o.clock.now() / 1000);
     try {
@@ -308,31 +279,9 @@ export class CallbackDeliverer {
         'webhook-signature': signature,
       };
       const { status, retryAfter } = await postOnce(this.agent, url, headers, callback.body, { timeoutMs: this.o.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
-      if (status >= 200 && status < 300) return { kind: 'delivered' };
-      if (status === 410) return { kind: 'gone' };
-      const retryAfterMs = parseRetryAfter(retryAfter, this.o.clock.now());
-      const reason = status >= 300 && status < 400 ? 'redirect_not_followed' : `status_${status}`;
-      return retryAfterMs === undefined ? { kind: 'retry', reason } : { kind: 'retry', reason, retryAfterMs };
+      return outcomeOfAnswer(status, retryAfter, this.o.clock.now());
     } catch (err) {
       return { kind: 'retry', reason: failureReason(err) };
     }
   }
-}
-
-/** RFC 9110 §10.2.3: seconds or an HTTP date. */
-function parseRetryAfter(value: string | string[] | undefined, now: number): number | undefined {
-  const text = Array.isArray(value) ? value[0] : value;
-  if (text === undefined) return undefined;
-  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
-  const date = Date.parse(text);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-function failureReason(err: unknown): string {
-  const code = (err as { code?: string; cause?: { code?: string } }).code ?? (err as { cause?: { code?: string } }).cause?.code;
-  if (code === 'ECALLBACKADDRESS') return 'address_refused';
-  if (code === 'ECONNREFUSED') return 'connection_refused';
-  if (code === 'UND_ERR_CONNECT_TIMEOUT' || code === 'UND_ERR_HEADERS_TIMEOUT' || (err as Error).name === 'TimeoutError') return 'timeout';
-  if (typeof code === 'string' && (code.startsWith('ERR_TLS') || code.includes('CERT') || code === 'DEPTH_ZERO_SELF_SIGNED_CERT')) return 'tls';
-  return 'network';
 }
