@@ -5,178 +5,10 @@ import type { TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 import { encodeBusMessage } from '../bus/redis-bus.js';
-
-/**
- * The broker of a cluster, in Redis (docs/redis.md "Event streams"; semantics: docs/events.md "Event streams"). Per tab address three keys,
- * in one hash slot (the `{…}` tag):
- * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch;
- * - `…:ev` list of entries `offset:at:fallbackFlag:json` (json: `{type, data, fallback?}`), oldest first;
- * - `…:p` hash: node -> `connectedUntil` (ms; a node with a live connection writes a time far ahead).
- * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat.
- * A tab's holder counts only while its node is alive, so a node keeps all its tabs with one command
- * every few seconds instead of one script per tab (docs/benchmarks.md "Cluster": re-stamping 19,000
- * tabs every 10 s kept Redis busy for 0.6 s each time, and events waited behind it).
- * Every change is one Lua script, so the presence check of a fallback event and its append, the
- * bounds and the sent mark never interleave with another node's. Ids are epoch + offset, computed
- * here: Lua's numbers print large integers in exponent form, so only small offsets cross the script.
- * A held tab's keys live `keepAliveMs` and are re-held by their nodes well within it (a dead node's
- * tabs go by themselves); a tab nobody holds keeps them `idleStreamMs + presenceTtlMs` after its last
- * event or drop, for its session's return.
- */
-const LIB = `
-local function holders(p, nodes, now)
-  local all = redis.call('HGETALL', p)
-  local live, conn = 0, false
-  for i = 1, #all, 2 do
-    local alive = tonumber(redis.call('ZSCORE', nodes, all[i]) or '0')
-    if alive <= now then redis.call('HDEL', p, all[i])
-    else
-      live = live + 1
-      if tonumber(all[i + 1]) > now then conn = true end
-    end
-  end
-  return live, conn
-end
-local function trim(ev, sent, limit, cutoff)
-  local out, overflow, expired = {}, 0, 0
-  local n = redis.call('LLEN', ev)
-  while n > 0 do
-    local head = redis.call('LINDEX', ev, 0)
-    local off, at, fb = string.match(head, '^(%d+):(%d+):(%d)')
-    local over = n > limit
-    if not over and tonumber(at) >= cutoff then break end
-    redis.call('LPOP', ev)
-    n = n - 1
-    if tonumber(off) > sent then
-      if fb == '1' then table.insert(out, head) elseif over then overflow = overflow + 1 else expired = expired + 1 end
-    end
-  end
-  return out, overflow, expired
-end
-local function create(m, epoch)
-  if redis.call('HSETNX', m, 'e', epoch) == 1 then
-    redis.call('HSET', m, 'l', 0, 's', 0)
-    return 1
-  end
-  return 0
-end
-local function keep(ttl)
-  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
-end
-local function extend(ttl)
-  for i = 1, 3 do
-    if redis.call('PTTL', KEYS[i]) < tonumber(ttl) then redis.call('PEXPIRE', KEYS[i], ttl) end
-  end
-end
-`;
-
-/**
- * KEYS m ev p nodes; ARGV now epoch limit cutoff ttl requireConnected entryTail channel head tail.
- * With a channel, the bus message announcing the event is published here too: `head` id `tail`, the id
- * printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
- * exponent form. One round trip instead of two on every event's path (docs/redis.md "Event streams").
- */
-const PUBLISH = `${LIB}
-local now = tonumber(ARGV[1])
-if ARGV[6] == '1' then
-  local live, conn = holders(KEYS[3], KEYS[4], now)
-  if not conn then return {0} end
-end
-create(KEYS[1], ARGV[2])
-local off = redis.call('HINCRBY', KEYS[1], 'l', 1)
-redis.call('HSET', KEYS[1], 't', ARGV[1])
-redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]))
--- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs).
-extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
-local epoch = redis.call('HGET', KEYS[1], 'e')
-if ARGV[8] ~= '' then
-  redis.call('PUBLISH', ARGV[8], ARGV[9] .. string.format('%.0f', tonumber(epoch) + off) .. ARGV[10])
-end
-local result = {1, epoch, off, overflow, expired}
-for _, e in ipairs(out) do table.insert(result, e) end
-return result`;
-
-/** KEYS m ev p; ARGV now limit cutoff */
-const READ = `${LIB}
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]))
-local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
-local result = {meta[1], meta[2], meta[3], expired + overflow, #out}
-for _, e in ipairs(out) do table.insert(result, e) end
-for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do table.insert(result, e) end
-return result`;
-
-/** KEYS m; ARGV id */
-const MARK_SENT = `
-local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
-if not meta[1] then return 0 end
-local off = tonumber(ARGV[1]) - tonumber(meta[1])
-if off > tonumber(meta[3]) and off <= tonumber(meta[2]) then redis.call('HSET', KEYS[1], 's', off) end
-return 1`;
-
-/** KEYS m ev p nodes; ARGV now epoch node connectedUntil aliveUntil ttl */
-const HOLD = `${LIB}
-local created = create(KEYS[1], ARGV[2])
-redis.call('HSET', KEYS[1], 't', ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
--- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
-redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[3])
-extend(ARGV[6])
-return {created, redis.call('HGET', KEYS[1], 'e')}`;
-
-/** KEYS m ev p nodes; ARGV now node ttl */
-const DROP = `${LIB}
-redis.call('HDEL', KEYS[3], ARGV[2])
-local live = holders(KEYS[3], KEYS[4], tonumber(ARGV[1]))
-if live > 0 or redis.call('EXISTS', KEYS[1]) == 0 then return {live} end
--- Nobody holds the tab: its stream waits for its session's return, then goes.
-keep(ARGV[3])
-local sent = tonumber(redis.call('HGET', KEYS[1], 's'))
-local result = {0}
-for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
-  local off, fb = string.match(e, '^(%d+):%d+:(%d)')
-  if fb == '1' and tonumber(off) > sent then
-    table.insert(result, e)
-    redis.call('LREM', KEYS[2], 1, e)
-  end
-end
-return result`;
-
-/** KEYS p nodes; ARGV now */
-const PRESENCE = `${LIB}
-local live, conn = holders(KEYS[1], KEYS[2], tonumber(ARGV[1]))
-return {live, conn and 1 or 0}`;
-
-/**
- * KEYS nodes generation; ARGV now node aliveUntil newGeneration. Extends the node's life and returns
- * Redis's generation: a marker made again whenever Redis lost its data, so each node learns that it must
- * hold its tabs again. Nodes dead for good leave the set here, so it stays as small as the cluster.
- */
-const HEARTBEAT = `
-local generation = redis.call('GET', KEYS[2])
-if not generation then
-  generation = ARGV[4]
-  redis.call('SET', KEYS[2], generation)
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
-redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[2])
-return generation`;
-
-type Reply = (string | number)[];
+import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
 
 /** Hold scripts sent at once by `refresh`; Redis runs one slice (~18 µs a script) before it turns to other clients' commands. */
 const REFRESH_SLICE = 100;
-
-interface BrokerCommands {
-  twPublish(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
-  twRead(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
-  twMarkSent(m: string, id: number): Promise<number>;
-  twHold(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
-  twDrop(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
-  twPresence(p: string, nodes: string, now: number): Promise<Reply>;
-  twHeartbeat(nodes: string, generation: string, now: number, node: string, aliveUntil: number, newGeneration: string): Promise<string>;
-}
 
 interface Parsed {
   id: number;
@@ -221,6 +53,10 @@ export interface RedisBrokerOptions {
   announceChannel?: string;
 }
 
+/**
+ * The broker of a cluster, in Redis (docs/redis.md "Event streams"; semantics: docs/events.md "Event
+ * streams"): every change is one Lua script of redis-broker-scripts.ts, whose comment gives the keys.
+ */
 export class RedisBroker implements Broker {
   private readonly redis: Redis & BrokerCommands;
   /** Lifetime of the keys of a tab nobody holds (after its last event or drop). */
@@ -236,15 +72,7 @@ export class RedisBroker implements Broker {
     this.refreshConnection = options.refreshConnection;
     this.announceChannel = options.announceChannel ?? '';
     const { refreshConnection } = this;
-    for (const connection of refreshConnection ? [redis, refreshConnection] : [redis]) {
-      connection.defineCommand('twPublish', { numberOfKeys: 4, lua: PUBLISH });
-      connection.defineCommand('twRead', { numberOfKeys: 3, lua: READ });
-      connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
-      connection.defineCommand('twHold', { numberOfKeys: 4, lua: HOLD });
-      connection.defineCommand('twDrop', { numberOfKeys: 4, lua: DROP });
-      connection.defineCommand('twPresence', { numberOfKeys: 2, lua: PRESENCE });
-      connection.defineCommand('twHeartbeat', { numberOfKeys: 2, lua: HEARTBEAT });
-    }
+    for (const connection of refreshConnection ? [redis, refreshConnection] : [redis]) defineBrokerCommands(connection);
     this.redis = redis as Redis & BrokerCommands;
     this.ttl = bounds.idleStreamMs + bounds.presenceTtlMs;
     this.nodes = `${this.prefix}nodes`;

@@ -1,4 +1,5 @@
 /** Small DOM helpers. Everything from the wire goes into the page as text (textContent), never as HTML. */
+import { toBase64 } from './encoding.js';
 
 export function el<T extends HTMLElement = HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -26,4 +27,14 @@ export function time(id: string, seconds: number): void {
   const date = new Date(seconds * 1000);
   node.dateTime = date.toISOString();
   node.textContent = date.toLocaleString();
+}
+
+/** A chosen file's bytes as base64 (an identity application's attachment). */
+export function fileAsBase64(file: File): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(toBase64(new Uint8Array(reader.result as ArrayBuffer)));
+    reader.onerror = () => reject(reader.error ?? new Error('The file could not be read'));
+    reader.readAsArrayBuffer(file);
+  });
 }

@@ -5,12 +5,12 @@
 import { Api, ApiError } from './api.js';
 import { applicationText, signedText, type Application, type Decision } from './challenge.js';
 import { clearAll, load, save } from './db.js';
-import { el, item, shown, text, time } from './dom.js';
-import { toBase64 } from './encoding.js';
+import { el, fileAsBase64, item, shown, text, time } from './dom.js';
 import { createKey, loadKey, signText, type WalletKey } from './keys.js';
 import { label } from './labels.js';
-import { decodeFrame, decodeImage, decoderName } from './qr.js';
+import { decoderName } from './qr.js';
 import { checkChallenge, checkSignUrl, disclosed, signUrlFromLocation, type IdentityView, type SignInfo } from './request.js';
+import { Scanner } from './scanner.js';
 
 /** The flag the service's demo page reads to send "Approve on this device" here (same origin only). */
 export const WALLET_FLAG = 'tabwire.wallet';
@@ -123,15 +123,6 @@ async function signOut(): Promise<void> {
   await save('session', undefined);
 }
 
-function readFile(file: File): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const reader = new FileReader();
-    reader.onload = () => resolve(toBase64(new Uint8Array(reader.result as ArrayBuffer)));
-    reader.onerror = () => reject(reader.error ?? new Error('The file could not be read'));
-    reader.readAsArrayBuffer(file);
-  });
-}
-
 async function applyForIdentity(): Promise<void> {
   const current = signedIn();
   if (!key || !current) throw new Error('Make a key and sign in first.');
@@ -147,7 +138,7 @@ async function applyForIdentity(): Promise<void> {
   const file = el<HTMLInputElement>('attachment').files?.[0];
   if (file) {
     if (file.size > 256 * 1024) throw new Error('The attachment is larger than 256 KiB.');
-    application.attachments = [{ fileName: file.name, contentType: file.type, content: await readFile(file) }];
+    application.attachments = [{ fileName: file.name, contentType: file.type, content: await fileAsBase64(file) }];
   }
   // Proof of possession: the application signed with the key it names (docs/agent-api.md).
   const signature = await signText(key, applicationText(current.userName, application));
@@ -254,56 +245,9 @@ async function decide(decision: Decision): Promise<void> {
   }
 }
 
-// ---- camera and images -----------------------------------------------------------------------
+// ---- camera and images (scanner.ts) ----------------------------------------------------------
 
-let stream: MediaStream | undefined;
-
-function stopCamera(): void {
-  stream?.getTracks().forEach((t) => t.stop());
-  stream = undefined;
-  const video = el<HTMLVideoElement>('camera');
-  video.srcObject = null;
-  video.hidden = true;
-  el('scan').setAttribute('aria-pressed', 'false');
-  text('scan', 'Scan with the camera');
-}
-
-async function startCamera(): Promise<void> {
-  if (!navigator.mediaDevices?.getUserMedia) throw new Error('This browser offers no camera to pages (it needs https). Paste the link or read an image instead.');
-  stream = await navigator.mediaDevices.getUserMedia({ video: { facingMode: 'environment' }, audio: false });
-  const video = el<HTMLVideoElement>('camera');
-  video.srcObject = stream;
-  video.hidden = false;
-  el('scan').setAttribute('aria-pressed', 'true');
-  text('scan', 'Stop the camera');
-  text('scan-status', 'Point the camera at the QR code.');
-  await video.play();
-  const canvas = document.createElement('canvas');
-  const tick = async (): Promise<void> => {
-    if (!stream) return;
-    const found = await decodeFrame(video, canvas).catch(() => undefined);
-    if (found) {
-      stopCamera();
-      text('scan-status', 'Code read.');
-      await openRequest(found).catch((err: unknown) => alertText(err instanceof Error ? err.message : String(err)));
-      return;
-    }
-    setTimeout(() => void tick(), 200);
-  };
-  void tick();
-}
-
-async function readImage(file: File): Promise<void> {
-  text('scan-status', 'Reading the image…');
-  const found = await decodeImage(file);
-  if (!found) {
-    text('scan-status', '');
-    throw new Error('No QR code could be read from that image.');
-  }
-  text('scan-status', 'Code read.');
-  el<HTMLInputElement>('sign-url').value = found;
-  await openRequest(found);
-}
+const scanner = new Scanner(openRequest, alertText);
 
 // ---- start -----------------------------------------------------------------------------------
 
@@ -327,11 +271,11 @@ function wire(): void {
   });
   el('approve').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, () => decide('approve')));
   el('reject').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, () => decide('reject')));
-  el('scan').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, async () => (stream ? stopCamera() : startCamera())));
+  el('scan').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, async () => (scanner.running ? scanner.stop() : scanner.start())));
   el('qr-file').addEventListener('change', (e) => {
     const input = e.currentTarget as HTMLInputElement;
     const file = input.files?.[0];
-    if (file) action(el('open'), () => readImage(file).finally(() => (input.value = '')));
+    if (file) action(el('open'), () => scanner.readImage(file).finally(() => (input.value = '')));
   });
   const online = () => text('offline', navigator.onLine ? '' : 'Offline: signing needs the network.');
   addEventListener('online', online);
