@@ -106,14 +106,10 @@ export function procCpuMicros(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
 }
 
-/** The CPUs a process may run on (Cpus_allowed_list in /proc/<pid>/status). */
-export function allowedCpus(pid: number): string {
-  return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? '?';
-}
-
-/** The CPUs one thread of a process may run on. */
-function allowedThreadCpus(pid: number, tid: string): string {
-  return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(`/proc/${pid}/task/${tid}/status`, 'utf8'))?.[1] ?? '?';
+/** The CPUs a process (its main thread), or one of its threads by task id, may run on (Cpus_allowed_list). */
+export function allowedCpus(pid: number, tid?: string): string {
+  const status = tid === undefined ? `/proc/${pid}/status` : `/proc/${pid}/task/${tid}/status`;
+  return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(status, 'utf8'))?.[1] ?? '?';
 }
 
 /** Moves every thread of a process to `cpus` (taskset -a); threads started later inherit it. */
@@ -254,7 +250,7 @@ export class WaitingRig {
     const server =
       this.threadMover === undefined
         ? `server CPU ${allowedCpus(pid)}${this.o.pin ? ` (with ${ONE_CORE_NODE_FLAGS.join(' ')}, as for any node confined to one core)` : ''}`
-        : `server event loop CPU ${allowedThreadCpus(pid, String(pid))} alone, its ${this.threadsMoved.size} other threads (garbage-collection helpers, QR encoder, SQLite checkpointer, libuv pool) CPU 1`;
+        : `server event loop CPU ${allowedCpus(pid, String(pid))} alone, its ${this.threadsMoved.size} other threads (garbage-collection helpers, QR encoder, SQLite checkpointer, libuv pool) CPU 1`;
     return `${server}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
   }
 
