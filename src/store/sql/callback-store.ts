@@ -2,7 +2,7 @@ import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CallbacksTable, Database } from '../schema.js';
 import type { Callback, CallbackState, CallbackStore } from '../stores.js';
 import type { SqlFlavour } from './flavour.js';
-import { batchStart, GroupCommit, outboxCommitQueue } from './group-commit.js';
+import { commitQueue, GroupCommit, outboxCommitQueue } from './group-commit.js';
 
 const toCallback = (row: Selectable<CallbacksTable>): Callback => ({
   id: row.id,
@@ -70,9 +70,8 @@ export class SqlCallbackStore implements CallbackStore {
     private readonly db: Kysely<Database>,
     private readonly flavour: SqlFlavour,
   ) {
-    this.inserts = new GroupCommit(db, callbackInsertSql(db), batchStart(flavour, 'immediate'));
+    this.inserts = new GroupCommit(callbackInsertSql(db), commitQueue(db, flavour, 'immediate'));
     this.deliveries = new GroupCommit(
-      db,
       db.updateTable('callbacks').set({ state: 'delivered', delivered_at: 0, lease_until: null }).where('id', '=', '').where('state', '=', 'pending').compile(),
       // Answers arrive from many backends' sockets at once: one commit per loop turn, shared with the
       // code settlements that store callbacks (see group-commit.ts).

@@ -3,7 +3,7 @@ import type { CodesTable, Database } from '../schema.js';
 import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from '../stores.js';
 import { callbackInsertSql, toCallbackRow } from './callback-store.js';
 import type { SqlFlavour } from './flavour.js';
-import { batchStart, GroupCommit, outboxCommitQueue, rowsChanged } from './group-commit.js';
+import { commitQueue, GroupCommit, outboxCommitQueue } from './group-commit.js';
 
 /** Any complete code: only its shape matters for compiling the insert. */
 const PLACEHOLDER: LoginCode = {
@@ -74,7 +74,7 @@ export class SqlCodeStore implements CodeStore {
     private readonly db: Kysely<Database>,
     private readonly flavour: SqlFlavour,
   ) {
-    this.inserts = new GroupCommit(db, db.insertInto('codes').values(toRow(PLACEHOLDER)).compile(), batchStart(flavour, 'turn'));
+    this.inserts = new GroupCommit(db.insertInto('codes').values(toRow(PLACEHOLDER)).compile(), commitQueue(db, flavour, 'turn'));
   }
 
   async insert(c: LoginCode): Promise<void> {
@@ -106,12 +106,13 @@ export class SqlCodeStore implements CodeStore {
     // commit per loop turn under load), both statements compiled once (docs/benchmarks.md "callbacks").
     const sql = this.settleSql();
     const tabEvent = o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent);
-    return outboxCommitQueue(this.db, this.flavour).unit(async (trx) => {
+    const [settled] = await outboxCommitQueue(this.db, this.flavour).write([
       // Parameters in the compiled statement's order: set state, legal_id, signed_at, tab_event; where code, state, expires_at.
-      if ((await rowsChanged(trx, sql.settle, [o.state, o.legalId, o.now, tabEvent, code, 'pending', o.now])) !== 1) return false;
-      await rowsChanged(trx, sql.insertCallback, Object.values(toCallbackRow(callback.callback, callback.leaseUntil ?? null)));
-      return true;
-    });
+      { sql: sql.settle, params: [o.state, o.legalId, o.now, tabEvent, code, 'pending', o.now] },
+      // Runs only when the code was settled (see Write).
+      { sql: sql.insertCallback, params: Object.values(toCallbackRow(callback.callback, callback.leaseUntil ?? null)) },
+    ]);
+    return settled === 1;
   }
 
   async bind(code: string, bindingHash: string, now: number): Promise<boolean> {

@@ -10,7 +10,8 @@ import type { Store } from '../stores.js';
 import { sqliteUnavailable } from './errors.js';
 import { sqliteFlavour } from './flavour.js';
 import { Checkpointer, WAL_FILE_LIMIT_BYTES } from './checkpointer.js';
-import { withStatementCache } from './statement-cache.js';
+import { StatementCache, withStatementCache } from './statement-cache.js';
+import { sqliteSyncWriter } from './sync-writer.js';
 
 /**
  * Migrates, tolerating another process that migrates the same file at the same moment (several nodes
@@ -37,7 +38,8 @@ export async function openSqliteStore(file: string): Promise<Store> {
   sqlite.pragma('journal_mode = WAL');
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(sqlite) }), sqliteUnavailable, { oneConnection: true }) });
+  const statements = new StatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(statements) }), sqliteUnavailable, { oneConnection: true }) });
   await migrateBesideOthers(db);
   // Checkpoints run in a worker from now on (checkpointer.ts); an in-memory database has no WAL.
   // If the worker fails, SQLite's own automatic checkpoints take over again: slower, never wrong.
@@ -47,7 +49,7 @@ export async function openSqliteStore(file: string): Promise<Store> {
     sqlite.pragma('wal_autocheckpoint = 0');
     sqlite.pragma(`journal_size_limit = ${WAL_FILE_LIMIT_BYTES}`);
   }
-  return createSqlStore(db, sqliteFlavour, async () => {
+  return createSqlStore(db, sqliteFlavour(sqliteSyncWriter(statements)), async () => {
     await checkpointer?.stop();
     await db.destroy();
   });
