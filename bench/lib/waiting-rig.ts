@@ -91,6 +91,11 @@ export interface WindowResult {
   gcCount: number;
   gcTotalMs: number;
   gcMaxMs: number;
+  /** With churn (`WaitingRig.churn`): pages that left and new ones that took their place, per second. */
+  leftPerSecond: number;
+  arrivedPerSecond: number;
+  /** With churn: a new page's WebSocket handshake and Register, p99 (ms; NaN without churn). */
+  registerP99: number;
 }
 
 interface LoopReading {
@@ -324,6 +329,14 @@ export class WaitingRig {
     return performance.now() - started;
   }
 
+  /**
+   * People come and go (`meanStayMs` > 0): each waiting page leaves after a random stay with this mean and
+   * a new person's page takes its place at once; 0 stops it. The number of tabs stays as it is.
+   */
+  async churn(meanStayMs: number): Promise<void> {
+    await Promise.all(this.load.map((p) => p.worker.call('churn', { meanStayMs })));
+  }
+
   /** Measures for `ms`: latency over every load process, errors, CPU of each process and of the rest of the machine. */
   async measure(ms: number): Promise<WindowResult> {
     const loadPids = this.loadPids();
@@ -345,6 +358,7 @@ export class WaitingRig {
 
     const totals = summarise(readings.map((r) => r.total), [50, 99]);
     const posts = summarise(readings.map((r) => r.post), [50, 99]);
+    const registers = summarise(readings.map((r) => r.register), [99]);
     const refreshes = readings.reduce((s, r) => s + r.ok, 0);
     const stuck = readings.reduce((s, r) => s + (r.oldestOutstandingMs > STUCK_MS ? r.outstanding : 0), 0);
     const errorKinds: Record<string, number> = {};
@@ -386,6 +400,9 @@ export class WaitingRig {
       gcCount: loop.gc.count,
       gcTotalMs: loop.gc.totalMs,
       gcMaxMs: loop.gc.maxMs,
+      leftPerSecond: (readings.reduce((s, r) => s + r.left, 0) * 1000) / windowMs,
+      arrivedPerSecond: (readings.reduce((s, r) => s + r.arrived, 0) * 1000) / windowMs,
+      registerP99: registers.values[0]!,
     };
   }
 

@@ -21,6 +21,9 @@
  *   open         {from, to, concurrency}: opens and registers tabs tabIdOf(prefix, i), i in [from, to)
  *   start        {}: every opened tab that is not refreshing yet starts; first requests spread evenly over periodMs
  *   drop         {count}: the last `count` tabs stop, send Unregister and close (1000), as a page that is left
+ *   churn        {meanStayMs}: people come and go: each running tab leaves after a random stay (exponential,
+ *                this mean; as `drop` does) and a new person's page takes its place at once (new WebSocket,
+ *                session and tab id, Register, a QR request as the page loads); 0 stops it
  *   window-start {}: resets the counters and histograms
  *   window-read  {}: what happened since window-start (see WindowReading)
  */
@@ -70,6 +73,11 @@ export interface WindowReading {
   /** Refreshes started per `arrivalBinMs` of the window, from its start (see `arrivalBunching` in waiting-rig.ts). */
   arrivals: number[];
   arrivalBinMs: number;
+  /** With churn: pages that left, and new pages that took their place, in the window. */
+  left: number;
+  arrived: number;
+  /** With churn: a new page's WebSocket handshake + Register until CheckServerInstance (ms). */
+  register: HistogramData;
 }
 
 /** Width of the bins `arrivals` counts refreshes in. */
@@ -100,6 +108,12 @@ let windowStart = performance.now();
 /** Refreshes started per ARRIVAL_BIN_MS since windowStart; bounded to a window of 10 minutes. */
 let arrivals: number[] = [];
 const MAX_ARRIVAL_BINS = 600_000 / ARRIVAL_BIN_MS;
+// Churn (see the `churn` command): the mean stay, and the numbers new pages' tab ids start from.
+let churnMeanMs = 0;
+let nextArrival = 90_000_000;
+let left = 0;
+let arrived = 0;
+const register = new LatencyHistogram();
 // Sampled every 1 ms; a sample is the time between two timer runs, so 1 ms is "no delay".
 const loop = monitorEventLoopDelay({ resolution: 1 });
 loop.enable();
@@ -231,6 +245,8 @@ class Pool {
 
 interface Tab {
   id: string;
+  /** Its index in `tabs`; a page that replaces it under churn takes the same. */
+  slot: number;
   ws: WebSocket;
   /** The whole POST /QuickLogin request, built once (its body and cookie never change). */
   post: Buffer;
@@ -241,6 +257,8 @@ interface Tab {
   since: number;
   refresh: NodeJS.Timeout | undefined;
   ping: NodeJS.Timeout | undefined;
+  /** With churn: when this person leaves. */
+  leave: NodeJS.Timeout | undefined;
 }
 
 function note(kind: string, detail: string): void {
@@ -380,7 +398,7 @@ function openTab(s: Setup, n: number): Promise<Tab> {
       clearTimeout(timer);
       ws.off('error', fail);
       ws.on('error', () => undefined);
-      const tab: Tab = { id, ws, cookie: cookie!, post: qrRequest(s, id, cookie!), running: false, leaving: false, since: 0, refresh: undefined, ping: undefined };
+      const tab: Tab = { id, slot: -1, ws, cookie: cookie!, post: qrRequest(s, id, cookie!), running: false, leaving: false, since: 0, refresh: undefined, ping: undefined, leave: undefined };
       ws.on('close', () => {
         if (!tab.leaving && !stopping) {
           unexpectedCloses++;
@@ -409,6 +427,54 @@ function stopTab(tab: Tab): void {
   clearTimeout(tab.refresh);
   clearTimeout(tab.ping);
   clearInterval(tab.ping);
+  clearTimeout(tab.leave);
+}
+
+/** What the event script does on beforeunload: Unregister, then close. Resolves once closed (or cut after 10 s). */
+function closeLeftTab(tab: Tab): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (tab.ws.readyState !== WebSocket.OPEN) return resolve();
+    const timer = setTimeout(() => {
+      tab.ws.terminate();
+      resolve();
+    }, 10_000);
+    tab.ws.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    tab.ws.send('{"cmd":"Unregister"}');
+    tab.ws.close(1000);
+  });
+}
+
+/** An exponential stay with the churn's mean: people leave at random moments, independently of each other. */
+function scheduleLeave(tab: Tab): void {
+  clearTimeout(tab.leave);
+  tab.leave = churnMeanMs > 0 ? setTimeout(leaveAndReplace, -Math.log(1 - Math.random()) * churnMeanMs, tab) : undefined;
+}
+
+/** A person leaves (logged in, or gave up) and another arrives: a new page in the same slot, asking for a code at once. */
+function leaveAndReplace(tab: Tab): void {
+  const s = assertSetup();
+  if (stopping || churnMeanMs === 0 || tabs[tab.slot] !== tab) return;
+  stopTab(tab);
+  left++;
+  void closeLeftTab(tab);
+  const started = performance.now();
+  openTab(s, nextArrival++).then(
+    (fresh) => {
+      if (stopping) return void fresh.ws.terminate();
+      register.record(performance.now() - started);
+      arrived++;
+      fresh.slot = tab.slot;
+      tabs[tab.slot] = fresh;
+      startPings(fresh, s);
+      fresh.running = true;
+      refresh(fresh);
+      scheduleLeave(fresh);
+    },
+    (err: unknown) => note('open', (err as Error).message),
+  );
 }
 
 serveWorker(
@@ -441,7 +507,7 @@ serveWorker(
         }
       };
       await Promise.all(Array.from({ length: Math.max(1, a.concurrency) }, lane));
-      tabs.push(...opened);
+      for (const tab of opened) tab.slot = tabs.push(tab) - 1;
       return { opened: opened.length, failed, firstError: openError, ms: performance.now() - started, tabs: tabs.length };
     },
     start() {
@@ -455,27 +521,20 @@ serveWorker(
       return { started: fresh.length };
     },
     async drop(a: { count: number }) {
+      if (churnMeanMs > 0) throw new Error('stop the churn before dropping tabs');
       const leaving = tabs.splice(Math.max(0, tabs.length - a.count));
-      const closed = leaving.map(
-        (tab) =>
-          new Promise<void>((resolve) => {
-            stopTab(tab);
-            if (tab.ws.readyState !== WebSocket.OPEN) return resolve();
-            const timer = setTimeout(() => {
-              tab.ws.terminate();
-              resolve();
-            }, 10_000);
-            tab.ws.once('close', () => {
-              clearTimeout(timer);
-              resolve();
-            });
-            // What the event script does on beforeunload.
-            tab.ws.send('{"cmd":"Unregister"}');
-            tab.ws.close(1000);
-          }),
+      await Promise.all(
+        leaving.map((tab) => {
+          stopTab(tab);
+          return closeLeftTab(tab);
+        }),
       );
-      await Promise.all(closed);
       return { tabs: tabs.length };
+    },
+    churn(a: { meanStayMs: number }) {
+      churnMeanMs = a.meanStayMs;
+      for (const tab of tabs) if (tab.running) scheduleLeave(tab);
+      return true;
     },
     'window-start'() {
       total.reset();
@@ -489,6 +548,9 @@ serveWorker(
       loop.reset();
       windowStart = performance.now();
       arrivals = [];
+      left = 0;
+      arrived = 0;
+      register.reset();
       return true;
     },
     'window-read'(): WindowReading {
@@ -517,6 +579,9 @@ serveWorker(
         // Holes (bins without a refresh) count as 0.
         arrivals: Array.from(arrivals, (n) => n ?? 0),
         arrivalBinMs: ARRIVAL_BIN_MS,
+        left,
+        arrived,
+        register: register.data(),
         tabs: tabs.filter((t) => t.running).length,
         windowMs: now - windowStart,
       };
