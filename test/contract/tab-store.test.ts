@@ -34,6 +34,25 @@ describe.each(BACKENDS)('tab store on $name', (backend) => {
     }
   });
 
+  it('many pages registering and leaving in one loop turn on one node (one batch): each gets its own outcome', async () => {
+    // The first of two sessions in one batch gets the tab; the same session again is `bound`.
+    const outcomes = await Promise.all([
+      s.store.tabs.bind('tab-batch', 'session-1', NOW),
+      s.store.tabs.bind('tab-batch', 'session-2', NOW),
+      s.store.tabs.bind('tab-batch', 'session-1', NOW),
+      ...Array.from({ length: 50 }, (_, i) => s.store.tabs.bind(`tab-batch-${i}`, `session-b${i}`, NOW)),
+    ]);
+    expect(outcomes.slice(0, 3)).toEqual(['created', 'conflict', 'bound']);
+    expect(outcomes.slice(3).every((o) => o === 'created')).toBe(true);
+    await Promise.all([
+      s.store.tabs.remove('tab-batch', 'session-2'),
+      ...Array.from({ length: 50 }, (_, i) => s.store.tabs.remove(`tab-batch-${i}`, i % 2 === 0 ? `session-b${i}` : 'someone-else')),
+    ]);
+    expect(await s.other.tabs.sessionOf('tab-batch')).toBe('session-1');
+    expect(await s.other.tabs.sessionOf('tab-batch-0')).toBeUndefined();
+    expect(await s.other.tabs.sessionOf('tab-batch-1')).toBe('session-b1');
+  });
+
   it("removes a binding only for its own session", async () => {
     await s.store.tabs.bind('tab-rm', 'session-1', NOW);
     await s.other.tabs.remove('tab-rm', 'session-2');

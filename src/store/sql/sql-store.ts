@@ -17,7 +17,7 @@ import { SqlTabStore } from './tab-store.js';
 export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close: () => Promise<void>): Store {
   return {
     codes: new SqlCodeStore(db, flavour),
-    tabs: new SqlTabStore(db),
+    tabs: new SqlTabStore(db, flavour),
     identities: new SqlIdentityStore(db),
     serverKeys: new SqlServerKeyStore(db),
     accounts: new SqlAccountStore(db),
