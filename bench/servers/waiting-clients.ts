@@ -464,6 +464,11 @@ function leaveAndReplace(tab: Tab): void {
   openTab(s, nextArrival++).then(
     (fresh) => {
       if (stopping) return void fresh.ws.terminate();
+      // The churn stopped and `drop` took the slot meanwhile: this page leaves at once.
+      if (tabs[tab.slot] !== tab) {
+        stopTab(fresh);
+        return void closeLeftTab(fresh);
+      }
       register.record(performance.now() - started);
       arrived++;
       fresh.slot = tab.slot;
