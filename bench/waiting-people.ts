@@ -248,40 +248,32 @@ export const waitingPeople: Benchmark = {
               ? `no step held (even ${fmt(steps[0] ?? STEPS[0])} tabs missed p99 <= ${P99_LIMIT_MS} ms or had errors)`
               : `steps held for ${STEP_MS / 1000} s up to ${fmt(Math.max(...passed))} tabs, but no N held for ${HOLD_MS / 1000} s (tried ${candidates.map(fmt).join(', ')})`,
       };
+      const measurementOf = (key: string, label: string, r: WindowResult, note: string): Measurement => ({
+        key,
+        label,
+        rate: r.rate,
+        unit: 'code',
+        count: r.refreshes,
+        windowMs: r.windowMs,
+        cpuPercent: r.serverCpuPercent,
+        cpuMicrosPerOp: r.serverMicrosPerRefresh,
+        clientCpuPercent: r.clientCpuPercent,
+        otherCpuPercent: r.otherPercent,
+        latencyMs: { p50: r.p50, p99: r.p99, max: r.max },
+        errors: r.errors + r.closes,
+        note,
+      });
       const measurements: Measurement[] = hold
         ? [
-            {
-              key: 'waitingPeople.held',
-              label: `tabs held at a ${PERIOD_MS / 1000} s refresh`,
-              rate: hold.rate,
-              unit: 'code',
-              count: hold.refreshes,
-              windowMs: hold.windowMs,
-              cpuPercent: hold.serverCpuPercent,
-              cpuMicrosPerOp: hold.serverMicrosPerRefresh,
-              clientCpuPercent: hold.clientCpuPercent,
-              otherCpuPercent: hold.otherPercent,
-              latencyMs: { p50: hold.p50, p99: hold.p99, max: hold.max },
-              errors: hold.errors + hold.closes,
-              note: `${held} tabs`,
-            },
+            measurementOf('waitingPeople.held', `tabs held at a ${PERIOD_MS / 1000} s refresh`, hold, `${held} tabs`),
             ...(churn
               ? [
-                  {
-                    key: 'waitingPeople.churn',
-                    label: `tabs held while people come and go (mean stay ${CHURN_STAY_MS / 1000} s)`,
-                    rate: churn.rate,
-                    unit: 'code',
-                    count: churn.refreshes,
-                    windowMs: churn.windowMs,
-                    cpuPercent: churn.serverCpuPercent,
-                    cpuMicrosPerOp: churn.serverMicrosPerRefresh,
-                    clientCpuPercent: churn.clientCpuPercent,
-                    otherCpuPercent: churn.otherPercent,
-                    latencyMs: { p50: churn.p50, p99: churn.p99, max: churn.max },
-                    errors: churn.errors + churn.closes,
-                    note: `${churnTabs} tabs, ${churn.arrivedPerSecond.toFixed(0)} new pages/s, Register p99 ${ms(churn.registerP99)} ms`,
-                  },
+                  measurementOf(
+                    'waitingPeople.churn',
+                    `tabs held while people come and go (mean stay ${CHURN_STAY_MS / 1000} s)`,
+                    churn,
+                    `${churnTabs} tabs, ${churn.arrivedPerSecond.toFixed(0)} new pages/s, Register p99 ${ms(churn.registerP99)} ms`,
+                  ),
                 ]
               : []),
           ]
