@@ -181,9 +181,12 @@ export class CommitQueue {
   }
 }
 
-/** A commit queue for a flavour: batches where it group-commits, its synchronous writer where it has one. */
-export const commitQueue = (db: Kysely<Database>, flavour: SqlFlavour, start: Exclude<BatchStart, 'off'>): CommitQueue =>
-  new CommitQueue(db, flavour.groupCommit ? start : 'off', flavour.syncWriter);
+/**
+ * A commit queue for a flavour: batches where it group-commits, its synchronous writer where it has one
+ * (unless `viaKysely`, see outboxCommitQueue).
+ */
+export const commitQueue = (db: Kysely<Database>, flavour: SqlFlavour, start: Exclude<BatchStart, 'off'>, o: { viaKysely?: boolean } = {}): CommitQueue =>
+  new CommitQueue(db, flavour.groupCommit ? start : 'off', o.viaKysely === true ? undefined : flavour.syncWriter);
 
 /** One compiled statement for many callers, group-committed (see CommitQueue). Used on hot paths only (QR codes, callbacks). */
 export class GroupCommit {
@@ -213,7 +216,7 @@ const outboxQueues = new WeakMap<Kysely<Database>, CommitQueue>();
 export function outboxCommitQueue(db: Kysely<Database>, flavour: SqlFlavour): CommitQueue {
   let queue = outboxQueues.get(db);
   if (!queue) {
-    queue = new CommitQueue(db, flavour.groupCommit ? 'turn' : 'off');
+    queue = commitQueue(db, flavour, 'turn', { viaKysely: true });
     outboxQueues.set(db, queue);
   }
   return queue;
