@@ -120,6 +120,16 @@ describe.each(BACKENDS)('code store on $name', (backend) => {
     ]);
   });
 
+  it('recentTabEvents gives at most 20 events, the oldest first, for a tab with more', async () => {
+    const tab = 'tab-many-events';
+    for (let i = 0; i < 25; i++) {
+      await s.store.codes.insert(code(`many-${i}`, { tabId: tab, sessionHash: 's1' }));
+      await s.store.codes.settle(`many-${i}`, { state: 'approved', legalId: 'l', now: NOW + 100 + i, tabEvent: { type: 'SignatureReceived', data: { i } } });
+    }
+    const events = await s.other.codes.recentTabEvents(tab, 's1', NOW + 102);
+    expect(events.map((e) => e.signedAt)).toEqual(Array.from({ length: 20 }, (_, i) => NOW + 102 + i));
+  });
+
   it('deleteExpired removes exactly the codes that expired before the time', async () => {
     await s.store.codes.insert(code('exp-a', { expiresAt: 1_000 }));
     await s.store.codes.insert(code('exp-b', { expiresAt: 2_000 }));

@@ -33,8 +33,11 @@ export const rowsChanged = async (executor: Pick<Kysely<Database>, 'executeQuery
   Number((await executor.executeQuery(withParameters(statement, params))).numAffectedRows ?? 0n);
 
 /** The compiled statement with these parameters (a text becomes a raw query). */
-export const withParameters = (statement: string | CompiledQuery, params: readonly unknown[]): CompiledQuery =>
-  typeof statement === 'string' ? CompiledQuery.raw(statement, [...params]) : { ...statement, parameters: params };
+export function withParameters<R>(statement: CompiledQuery<R>, params: readonly unknown[]): CompiledQuery<R>;
+export function withParameters(statement: string | CompiledQuery, params: readonly unknown[]): CompiledQuery;
+export function withParameters(statement: string | CompiledQuery, params: readonly unknown[]): CompiledQuery {
+  return typeof statement === 'string' ? CompiledQuery.raw(statement, [...params]) : { ...statement, parameters: params };
+}
 
 async function runWrite(executor: Pick<Kysely<Database>, 'executeQuery'>, write: Write): Promise<number[]> {
   const changed: number[] = [];
