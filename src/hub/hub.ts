@@ -6,22 +6,17 @@ import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } 
 import { PublishRetry } from './publish-retry.js';
 import type { TabConnection } from './connection.js';
 import { hasOpen, inTabOrder, prune, type LocalTab } from './local-tab.js';
+import { addConnection, connectedUntil } from './tab-connections.js';
 import { TabWriter } from './tab-writer.js';
 import type { Delivery } from './delivery.js';
 import type { AttachOutcome, HubOptions, HubSnapshot } from './hub-options.js';
 import { LocalTabs } from './local-tabs.js';
 
 export type { AttachOutcome, DropReason, HubCounters, HubOptions, HubSnapshot } from './hub-options.js';
+export { MAX_CONNECTIONS_PER_TAB } from './tab-connections.js';
 
 /** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
 const MAX_HELD_EVENTS = 10_000;
-
-/** A holder's `connectedUntil` for a tab with a live connection: its node's heartbeat decides. */
-const WHILE_THE_NODE_LIVES = Number.MAX_SAFE_INTEGER;
-
-
-/** Live connections one tab of a session may have at once on a node; one more closes the oldest ('replaced'). */
-export const MAX_CONNECTIONS_PER_TAB = 8;
 
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
@@ -122,17 +117,9 @@ export class Hub implements Delivery {
     if (!tab) return 'too_many_tabs';
     tab.lastSeen = now;
     const open = connection.open;
-    if (open && !tab.connections.has(connection)) {
-      prune(tab);
-      if (tab.connections.size >= MAX_CONNECTIONS_PER_TAB) {
-        const oldest = tab.connections.keys().next().value!;
-        tab.connections.delete(oldest);
-        oldest.close(closeCodes.replaced, 'replaced');
-      }
-      tab.connections.set(connection, undefined);
-    }
+    if (open && !tab.connections.has(connection)) addConnection(tab, connection);
     if (open) tab.transport = connection.transport;
-    const { created } = await this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now);
+    const { created } = await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
     if (open) {
       // A client the tab has written to before resumes after what it got, even events another page took.
       const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
@@ -155,7 +142,7 @@ export class Hub implements Delivery {
     tab.lastSeen = now;
     if (hasOpen(tab)) return;
     // The last connection here left: tell the broker until when the tab still counts as connected here.
-    this.o.broker.hold(address, this.o.node, this.connectedUntil(tab, now), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
+    this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
   }
 
   /** A ping or poll: the tab is alive. */
@@ -194,7 +181,7 @@ export class Hub implements Delivery {
   /** Whether the tab has a live connection on this node (or a long-poll within its gap). */
   isConnectedHere(address: TabAddress): boolean {
     const tab = this.tabs.get(address);
-    return tab !== undefined && this.connectedUntil(tab, this.o.clock.now()) > this.o.clock.now();
+    return tab !== undefined && connectedUntil(tab, this.o.longPollGapMs) > this.o.clock.now();
   }
 
   /** One tab's state on this node (diagnostics and tests): live connections now, last sign of life. */
@@ -241,7 +228,7 @@ export class Hub implements Delivery {
 
   /** The tabs held here with until when each counts as connected, made as they are read. */
   private *held(): Generator<HeldTab> {
-    for (const tab of this.tabs.values()) yield { to: tab.address, connectedUntil: this.connectedUntil(tab, this.o.clock.now()) };
+    for (const tab of this.tabs.values()) yield { to: tab.address, connectedUntil: connectedUntil(tab, this.o.longPollGapMs) };
   }
 
   /** Addresses of the tabs held here. */
@@ -301,11 +288,5 @@ export class Hub implements Delivery {
     if (fallbacks.length === 0) return;
     for (const fallback of fallbacks) this.o.onFallback(fallback);
     this.o.counters?.fellBack(fallbacks.length);
-  }
-
-  /** Until when the tab counts as connected here: while this node lives when it has a live connection; a long-poll tab has its gap. */
-  private connectedUntil(tab: LocalTab, now: number): number {
-    if (hasOpen(tab)) return WHILE_THE_NODE_LIVES;
-    return tab.transport === 'long-poll' ? tab.lastSeen + this.o.longPollGapMs : 0;
   }
 }

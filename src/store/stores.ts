@@ -1,82 +1,10 @@
 import type { Identity, IdentityState } from '../identity/identity.js';
+import type { CodeStore } from './code-store.js';
+import type { CallbackStore } from './callback-store.js';
 
-/** Final states a login code moves to exactly once. */
-export type CodeState = 'pending' | 'approved' | 'rejected';
-
-/** A QR login code and everything the request bound it to (docs/signing.md). */
-export interface LoginCode {
-  code: string;
-  /** Empty when the request named no tab. */
-  tabId: string;
-  /**
-   * The session the result is for: the session holding the tab when the code was issued (with a
-   * tab), else the caller's session if it sent one.
-   */
-  sessionHash: string | null;
-  origin: string | null;
-  purpose: string;
-  propertyFilter: string | null;
-  attachmentFilter: string | null;
-  /** Empty in browser-only mode. */
-  serviceId: string;
-  agentApiTimeout: number | null;
-  nonce: string;
-  createdAt: number;
-  expiresAt: number;
-  state: CodeState;
-  legalId: string | null;
-  signedAt: number | null;
-  /**
-   * Scan freshness (docs/relay.md): a signing app must fetch the code within this many seconds of
-   * `createdAt`, and the first fetch binds it. Null: no limit, no binding (the default).
-   */
-  scanSeconds: number | null;
-  /** When the first fetch bound the code; null while unbound. */
-  fetchedAt: number | null;
-  /** SHA-256 (hex) of the binding token the first fetch was given; null while unbound. */
-  bindingHash: string | null;
-}
-
-/** How a code is settled. */
-export interface Settlement {
-  state: Exclude<CodeState, 'pending'>;
-  legalId: string;
-  now: number;
-  /** Backend mode: the callback stored in the same transaction. */
-  callback?: CallbackToStore;
-  /** The event the code's tab is sent, kept so a tab reconnecting after a restart still gets it. */
-  tabEvent?: TabEventRecord['event'];
-}
-
-/** An event a settled code sent its tab. */
-export interface TabEventRecord {
-  code: string;
-  signedAt: number;
-  event: { type: string; data: unknown };
-}
-
-export interface CodeStore {
-  insert(code: LoginCode): Promise<void>;
-  get(code: string): Promise<LoginCode | undefined>;
-  /**
-   * Moves a pending code that has not expired at `now` to `state`, atomically: of concurrent
-   * callers exactly one gets true (single-use codes). A `callback` (backend mode) is stored in the
-   * same transaction, so it exists if and only if this call settled the code.
-   */
-  settle(code: string, settlement: Settlement): Promise<boolean>;
-  /**
-   * Binds a pending, unexpired, unbound code to the fetch that gave out the token hashed as
-   * `bindingHash`, atomically: of concurrent callers exactly one gets true (docs/relay.md).
-   */
-  bind(code: string, bindingHash: string, now: number): Promise<boolean>;
-  /**
-   * Events settled codes sent to a tab of a session since `since` (signature time), oldest first:
-   * what a tab that reconnects after a restart may have missed.
-   */
-  recentTabEvents(tabId: string, sessionHash: string, since: number): Promise<TabEventRecord[]>;
-  /** Removes codes that expired before `before`; returns how many. */
-  deleteExpired(before: number): Promise<number>;
-}
+// The larger contracts live beside this file; re-exported so importers keep one path for every store type.
+export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from './code-store.js';
+export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 
 /** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
 export type BindOutcome = 'created' | 'bound' | 'conflict';
@@ -219,65 +147,6 @@ export interface ServiceRegistrationStore {
   renew(serviceId: string, expiresAt: number): Promise<boolean>;
   /** Removes registrations that expired before `before`; returns how many. */
   deleteExpired(before: number): Promise<number>;
-}
-
-export type CallbackState = 'pending' | 'delivered' | 'gone' | 'expired';
-
-/** One durable callback delivery (the outbox row). `id` is the stable `webhook-id`. */
-export interface Callback {
-  id: string;
-  serviceId: string;
-  /** Tab to tell `SignatureReceivedBE` on success; empty when none. */
-  tabId: string;
-  /** Session the tab belonged to when the code was issued: only it hears `SignatureReceivedBE`. */
-  tabSession: string | null;
-  url: string;
-  body: string;
-  webhookSecret: string | null;
-  state: CallbackState;
-  attempts: number;
-  nextAttemptAt: number;
-  deadline: number;
-  lastError: string | null;
-  createdAt: number;
-  deliveredAt: number | null;
-}
-
-/** A callback to store with its code's settlement; `leaseUntil` when the storing node attempts it itself. */
-export interface CallbackToStore {
-  callback: Callback;
-  leaseUntil?: number;
-}
-
-export interface CallbackStore {
-  /**
-   * Inserts unless a callback with that id exists; returns whether it did. With `leaseUntil` the
-   * inserting node holds the claim at once and attempts it itself without a claim round-trip.
-   */
-  insert(callback: Callback, leaseUntil?: number): Promise<boolean>;
-  get(id: string): Promise<Callback | undefined>;
-  remove(id: string): Promise<void>;
-  /**
-   * Claims up to `limit` pending callbacks due at `now` for `leaseMs`: a claimed callback is not
-   * returned again (to this or another node) until its lease ends or it is rescheduled.
-   */
-  claimDue(now: number, leaseMs: number, limit: number): Promise<Callback[]>;
-  /**
-   * Extends the lease a node holds from `heldUntil` to `until`, unless the callback is no longer pending
-   * or its lease is no longer that one (it lapsed and another claim took it); returns whether it did.
-   */
-  renewLease(id: string, heldUntil: number, until: number): Promise<boolean>;
-  /** Pending -> delivered, once; returns whether this call made the move. */
-  markDelivered(id: string, now: number): Promise<boolean>;
-  /** Records a failed attempt and when to try next, releasing the lease. */
-  reschedule(id: string, attempts: number, nextAttemptAt: number, error: string): Promise<void>;
-  /** Ends a callback without delivery (`gone`: the backend said 410; `expired`: past its deadline). */
-  finish(id: string, state: 'gone' | 'expired', attempts: number, error: string): Promise<void>;
-  /**
-   * Removes callbacks whose retry window (`deadline`) ended before `before`, in any state: delivered,
-   * given up, or left pending by a node that stopped. Returns how many.
-   */
-  deleteEnded(before: number): Promise<number>;
 }
 
 /** A message kept for an agent account until it is popped (docs/agent-api.md). */
