@@ -19,6 +19,7 @@ import { OTHER_CPU_LIMIT, machineLine, mib, openFilesLimit, revision, versionOf,
 import { table } from './lib/stats.js';
 import { backgroundLoad } from './lib/sysload.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
+import { describeErrors, fmt, header, measurementOf, ms, row } from './lib/waiting-report.js';
 import { QR_LIMIT_ENV, WaitingRig, holds, serverCores, tasksetAvailable, type WaitingMode, type WindowResult } from './lib/waiting-rig.js';
 
 /** Tab counts tried, ascending; those above the server's open-file capacity are left out. */
@@ -52,58 +53,7 @@ const MAX_RETRIES = 3;
 /** Longest wait for a quiet machine before such a re-measurement. */
 const QUIET_RETRY_WAIT_MS = 30_000;
 
-const fmt = (n: number): string => n.toLocaleString('en-US');
-const ms = (v: number): string => (Number.isFinite(v) ? (v >= 100 ? v.toFixed(0) : v.toFixed(1)) : '-');
-
-function row(label: string, r: WindowResult, mode: WaitingMode, verdict: string): string[] {
-  return [
-    label,
-    fmt(r.tabs),
-    fmt(Math.round(r.rate)),
-    ms(r.p50),
-    ms(r.p99),
-    ms(r.max),
-    ...(mode === 'image' ? [ms(r.postP99)] : []),
-    String(r.errors + r.closes),
-    `${r.serverCpuPercent.toFixed(0)}%`,
-    Number.isFinite(r.serverMicrosPerRefresh) ? r.serverMicrosPerRefresh.toFixed(0) : '-',
-    mib(r.serverRss),
-    `${ms(r.serverLoopP99Ms)}/${ms(r.serverLoopMaxMs)}`,
-    ms(r.gcMaxMs),
-    `${r.clientCpuPercent.toFixed(0)}%`,
-    ms(r.clientLoopP99Ms),
-    Number.isFinite(r.bunching) ? r.bunching.toFixed(2) : '-',
-    `${r.otherPercent.toFixed(0)}%${r.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`,
-    verdict,
-  ];
-}
-
-const header = (mode: WaitingMode): string[] => [
-  'window',
-  'tabs',
-  'codes/s',
-  'p50 ms',
-  'p99 ms',
-  'max ms',
-  ...(mode === 'image' ? ['POST p99'] : []),
-  'errors',
-  'srv CPU',
-  'srv µs/code',
-  'srv RSS',
-  'srv lag p99/max',
-  'GC max',
-  'load CPU',
-  'load lag p99',
-  'bunching',
-  'other',
-  'verdict',
-];
-
-const describeErrors = (r: WindowResult): string =>
-  `${Object.entries(r.errorKinds)
-    .map(([k, n]) => `${n} ${k}`)
-    .join(', ')}${r.closes > 0 ? `${Object.keys(r.errorKinds).length > 0 ? ', ' : ''}${r.closes} WebSockets closed by the server` : ''}${r.firstError ? `; first: ${r.firstError}` : ''}`;
-
+/** The page mode measured: BENCH_WAITING_MODE (image or text), text by default; bench/soak.ts reads it too. */
 export function waitingMode(): WaitingMode {
   // The reference pages' `text` mode by default: one request per refresh, and the mode the capacity question
   // was first asked in (text issuance rate x 2 s = people served); the demo page's `image` mode on request.
@@ -112,6 +62,7 @@ export function waitingMode(): WaitingMode {
   return mode;
 }
 
+/** The benchmark: people waiting on login pages, in steps of N, then held, then coming and going. */
 export const waitingPeople: Benchmark = {
   name: 'waiting-people',
   description: `waiting login pages one node holds at a ${PERIOD_MS / 1000} s QR refresh with p99 <= ${P99_LIMIT_MS} ms`,
@@ -248,21 +199,6 @@ export const waitingPeople: Benchmark = {
               ? `no step held (even ${fmt(steps[0] ?? STEPS[0])} tabs missed p99 <= ${P99_LIMIT_MS} ms or had errors)`
               : `steps held for ${STEP_MS / 1000} s up to ${fmt(Math.max(...passed))} tabs, but no N held for ${HOLD_MS / 1000} s (tried ${candidates.map(fmt).join(', ')})`,
       };
-      const measurementOf = (key: string, label: string, r: WindowResult, note: string): Measurement => ({
-        key,
-        label,
-        rate: r.rate,
-        unit: 'code',
-        count: r.refreshes,
-        windowMs: r.windowMs,
-        cpuPercent: r.serverCpuPercent,
-        cpuMicrosPerOp: r.serverMicrosPerRefresh,
-        clientCpuPercent: r.clientCpuPercent,
-        otherCpuPercent: r.otherPercent,
-        latencyMs: { p50: r.p50, p99: r.p99, max: r.max },
-        errors: r.errors + r.closes,
-        note,
-      });
       const measurements: Measurement[] = hold
         ? [
             measurementOf('waitingPeople.held', `tabs held at a ${PERIOD_MS / 1000} s refresh`, hold, `${held} tabs`),

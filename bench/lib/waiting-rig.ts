@@ -6,19 +6,23 @@
  * (or, with `serverCores: 'one'`, the whole server is on CPU 0). It measures windows: QR latency
  * merged over the load processes, errors, and every process's CPU from /proc/<pid>/stat.
  */
-import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startChild, type ChildServer } from './child.js';
 import { openFilesLimit, rssBytes, startWorker, type Worker } from './channel-worker.js';
-import { summarise } from './latency-histogram.js';
 import { fetchOnce } from './load.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
-import type { WaitingMode, WindowReading } from '../servers/waiting-clients.js';
+import { LoopOnItsOwnCore, allowedCpus, pin } from './waiting-cores.js';
+import { windowResult, type LoopReading, type WindowResult } from './waiting-window.js';
+import type { WindowReading } from '../servers/waiting/readings.js';
+import type { WaitingMode } from '../servers/waiting/state.js';
 import { ONE_CORE_NODE_FLAGS, SERVICE_NODE_FLAGS } from '../../src/node-flags.js';
 
 export type { WaitingMode };
+// Placement (waiting-cores.ts) and windows (waiting-window.ts) have modules of their own; their names stay importable from here, as bench/soak.ts does.
+export { allowedCpus, serverCores, tasksetAvailable } from './waiting-cores.js';
+export { arrivalBunching, holds, type WindowResult } from './waiting-window.js';
 
 /** The service's defaults allow 6,000 QR requests a minute per address; all load comes from 127.0.0.1. */
 export const QR_LIMIT_ENV: Readonly<Record<string, string>> = {
@@ -28,13 +32,12 @@ export const QR_LIMIT_ENV: Readonly<Record<string, string>> = {
 const FD_MARGIN = 200;
 /** WebSocket handshakes in flight while tabs are opened. */
 const OPEN_CONCURRENCY = 100;
-/** A refresh unanswered this long counts as an error (the page would show a stale code for good). */
-const STUCK_MS = 10_000;
 /** The event script's Ping interval (REFERENCE-CLIENTS: every 10 s). */
 const PING_MS = 10_000;
 /** Linux's USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s. */
 const TICK_MICROS = 10_000;
 
+/** How the rig runs: the load's refresh, its pool, and where the processes run. */
 export interface RigOptions {
   mode: WaitingMode;
   /** A page asks for a new code this long after each answer. */
@@ -54,117 +57,12 @@ export interface RigOptions {
   dir: string;
 }
 
-/** One measured window. Latencies in ms, CPU in % of one core. */
-export interface WindowResult {
-  tabs: number;
-  windowMs: number;
-  /** Refreshes answered without error in the window, and their rate per second. */
-  refreshes: number;
-  rate: number;
-  p50: number;
-  p99: number;
-  max: number;
-  /** The POST alone (image mode; NaN in text mode). */
-  postP50: number;
-  postP99: number;
-  httpAnswers: number;
-  errors: number;
-  errorKinds: Record<string, number>;
-  firstError: string | undefined;
-  /** Refreshes unanswered for more than STUCK_MS at the window's end (counted in errors too). */
-  stuck: number;
-  /** WebSockets the server closed during the window. */
-  closes: number;
-  serverCpuPercent: number;
-  /** Server CPU per answered refresh (µs): the whole cost of one waiting person's new code, pings included. */
-  serverMicrosPerRefresh: number;
-  clientCpuPercent: number;
-  otherPercent: number;
-  serverRss: number;
-  clientLoopP99Ms: number;
-  maxQueue: number;
-  /** How unevenly refreshes fall within the refresh period (`arrivalBunching`: 0 = evenly). */
-  bunching: number;
-  /** The server's event-loop delay over the window (ms, 1 ms sampling included) and its GC pauses. */
-  serverLoopP99Ms: number;
-  serverLoopMaxMs: number;
-  gcCount: number;
-  gcTotalMs: number;
-  gcMaxMs: number;
-  /** With churn (`WaitingRig.churn`): pages that left and new ones that took their place, per second. */
-  leftPerSecond: number;
-  arrivedPerSecond: number;
-  /** With churn: a new page's WebSocket handshake and Register, p99 (ms; NaN without churn). */
-  registerP99: number;
-}
-
-interface LoopReading {
-  p99Ms: number;
-  maxMs: number;
-  gc: { count: number; totalMs: number; maxMs: number };
-}
-
 /** user + system CPU (µs) a process has used, all its threads, from /proc/<pid>/stat (fields 14 and 15). */
 export function procCpuMicros(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
 }
-
-/** The CPUs a process (its main thread), or one of its threads by task id, may run on (Cpus_allowed_list). */
-export function allowedCpus(pid: number, tid?: string): string {
-  const status = tid === undefined ? `/proc/${pid}/status` : `/proc/${pid}/task/${tid}/status`;
-  return /^Cpus_allowed_list:\s*(\S+)/m.exec(readFileSync(status, 'utf8'))?.[1] ?? '?';
-}
-
-/** Moves every thread of a process to `cpus` (taskset -a); threads started later inherit it. */
-function pin(pid: number, cpus: string): void {
-  execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
-}
-
-/** Moves one thread (a task id; the main thread's is the pid) to `cpus`. */
-function pinThread(tid: string, cpus: string): void {
-  execFileSync('taskset', ['-p', '-c', cpus, tid], { stdio: 'ignore' });
-}
-
-/** BENCH_SERVER_CORES=one confines the whole server to CPU 0; by default its event loop has CPU 0 alone (RigOptions.serverCores). */
-export function serverCores(): RigOptions['serverCores'] {
-  return process.env.BENCH_SERVER_CORES === 'one' ? 'one' : 'loop';
-}
-
-export function tasksetAvailable(): boolean {
-  try {
-    execFileSync('taskset', ['-p', String(process.pid)], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** A window's result holds when p99 is within the bound and nothing failed. */
-/**
- * How unevenly refreshes fall within the refresh period: the window's arrivals (all load processes,
- * counted per `binMs`) folded onto one period, and the coefficient of variation of that profile
- * (0 = evenly spread; sampling noise alone gives ~0.03 at 12,000 tabs over 20 s). A page asks again a
- * fixed time after its answer, so the refreshes a slow moment of the server held back are answered
- * together and come back together one period later, and keep doing so: each stall adds to the bunches,
- * and a bunch arrives faster than the server answers. Only whole periods are folded.
- */
-export function arrivalBunching(perProcess: readonly number[][], binMs: number, periodMs: number): number {
-  const binsPerPeriod = Math.round(periodMs / binMs);
-  const length = Math.max(0, ...perProcess.map((a) => a.length));
-  // The last bin of the window is partial, and so is a trailing part of a period.
-  const whole = Math.floor(Math.max(0, length - 1) / binsPerPeriod) * binsPerPeriod;
-  if (whole === 0) return Number.NaN;
-  const folded = new Array<number>(binsPerPeriod).fill(0);
-  for (const a of perProcess) for (let i = 0; i < Math.min(whole, a.length); i++) folded[i % binsPerPeriod]! += a[i]!;
-  const mean = folded.reduce((s, n) => s + n, 0) / binsPerPeriod;
-  if (mean === 0) return Number.NaN;
-  const variance = folded.reduce((s, n) => s + (n - mean) ** 2, 0) / binsPerPeriod;
-  return Math.sqrt(variance) / mean;
-}
-
-export const holds = (r: WindowResult, p99LimitMs: number): boolean => r.p99 <= p99LimitMs && r.errors === 0 && r.closes === 0 && r.refreshes > 0;
 
 interface LoadProcess {
   worker: Worker;
@@ -173,14 +71,14 @@ interface LoadProcess {
   tabs: number;
 }
 
+/** The server child and its load processes: started once, then tabs set, churn switched, windows measured. */
 export class WaitingRig {
   private readonly load: LoadProcess[] = [];
   /** Tab ids are never reused: a dropped tab's binding to its session outlives it. */
   private nextIndex = 0;
   private closesSeen = 0;
-  /** serverCores `loop`: moves the server's threads started since to CPU 1 (threads inherit their creator's CPUs). */
-  private threadMover: NodeJS.Timeout | undefined;
-  private readonly threadsMoved = new Set<string>();
+  /** serverCores `loop`: keeps the server's threads started since off the event loop's CPU. */
+  private loopCore: LoopOnItsOwnCore | undefined;
   private readonly ownCpus: string;
 
   private constructor(
@@ -193,6 +91,7 @@ export class WaitingRig {
     this.ownCpus = allowedCpus(process.pid);
   }
 
+  /** Starts the server child, pinned as `o` says; its capacity leaves room for the pools of up to `maxLoadProcesses`. */
   static async start(o: RigOptions, maxLoadProcesses = 2): Promise<WaitingRig> {
     const port = await freePort();
     const sqliteFile = join(o.dir, 'waiting-people.sqlite');
@@ -207,7 +106,7 @@ export class WaitingRig {
       const capacity = openFilesLimit(server.pid) - o.poolSize * maxLoadProcesses - FD_MARGIN;
       const rig = new WaitingRig(server, o, sqliteFile, capacity);
       if (o.pin) pin(process.pid, '1');
-      if (o.pin && !oneCore) rig.giveLoopItsCore();
+      if (o.pin && !oneCore) rig.loopCore = new LoopOnItsOwnCore(server.pid);
       return rig;
     } catch (err) {
       await server.stop();
@@ -215,37 +114,9 @@ export class WaitingRig {
     }
   }
 
+  /** Tabs open now, over all load processes. */
   get tabs(): number {
     return this.load.reduce((s, p) => s + p.tabs, 0);
-  }
-
-  /**
-   * The server's main thread (the event loop) to CPU 0, every other thread of it to CPU 1, and once a
-   * second any thread it started since (the encoder thread starts under load) to CPU 1 as well.
-   */
-  private giveLoopItsCore(): void {
-    const pid = String(this.server.pid);
-    pinThread(pid, '0');
-    const moveNew = (): void => {
-      let tids: string[];
-      try {
-        tids = readdirSync(`/proc/${pid}/task`);
-      } catch {
-        return; // the server is gone
-      }
-      for (const tid of tids) {
-        if (tid === pid || this.threadsMoved.has(tid)) continue;
-        try {
-          pinThread(tid, '1');
-          this.threadsMoved.add(tid);
-        } catch {
-          // the thread ended meanwhile
-        }
-      }
-    };
-    moveNew();
-    this.threadMover = setInterval(moveNew, 1_000);
-    this.threadMover.unref();
   }
 
   /** CPU split as the processes report it now, e.g. `server event loop CPU 0, its other threads CPU 1; load 1; orchestrator 1`. */
@@ -253,12 +124,13 @@ export class WaitingRig {
     const load = this.load.map((p) => allowedCpus(p.worker.pid));
     const pid = this.server.pid;
     const server =
-      this.threadMover === undefined
+      this.loopCore === undefined
         ? `server CPU ${allowedCpus(pid)}${this.o.pin ? ` (with ${ONE_CORE_NODE_FLAGS.join(' ')}, as for any node confined to one core)` : ''}`
-        : `server event loop CPU ${allowedCpus(pid, String(pid))} alone, its ${this.threadsMoved.size} other threads (garbage-collection helpers, QR encoder, SQLite checkpointer, libuv pool) CPU 1`;
+        : `server event loop CPU ${allowedCpus(pid, String(pid))} alone, its ${this.loopCore.threadsMoved} other threads (garbage-collection helpers, QR encoder, SQLite checkpointer, libuv pool) CPU 1`;
     return `${server}; load process${load.length === 1 ? '' : 'es'} CPU ${load.join(', ') || '-'}; orchestrator CPU ${allowedCpus(process.pid)}`;
   }
 
+  /** The load processes' pids. */
   loadPids(): number[] {
     return this.load.map((p) => p.worker.pid);
   }
@@ -356,54 +228,20 @@ export class WaitingRig {
     const own = process.cpuUsage(own0);
     const machine = machineBusyMicros() - machine0;
 
-    const totals = summarise(readings.map((r) => r.total), [50, 99]);
-    const posts = summarise(readings.map((r) => r.post), [50, 99]);
-    const registers = summarise(readings.map((r) => r.register), [99]);
-    const refreshes = readings.reduce((s, r) => s + r.ok, 0);
-    const stuck = readings.reduce((s, r) => s + (r.oldestOutstandingMs > STUCK_MS ? r.outstanding : 0), 0);
-    const errorKinds: Record<string, number> = {};
-    for (const r of readings) for (const [k, n] of Object.entries(r.errorKinds)) errorKinds[k] = (errorKinds[k] ?? 0) + n;
-    if (stuck > 0) errorKinds[`unanswered > ${STUCK_MS / 1000} s`] = stuck;
     const closesNow = readings.reduce((s, r) => s + r.unexpectedCloses, 0);
     const closes = closesNow - this.closesSeen;
     this.closesSeen = closesNow;
-    return {
+    return windowResult(readings, {
       tabs: this.tabs,
       windowMs,
-      refreshes,
-      rate: (refreshes * 1000) / windowMs,
-      p50: totals.values[0]!,
-      p99: totals.values[1]!,
-      max: totals.max,
-      postP50: posts.values[0]!,
-      postP99: posts.values[1]!,
-      httpAnswers: readings.reduce((s, r) => s + r.httpAnswers, 0),
-      errors: readings.reduce((s, r) => s + r.errors, 0) + stuck,
-      errorKinds,
-      firstError: readings.find((r) => r.firstError !== undefined)?.firstError,
-      stuck,
-      closes,
-      serverCpuPercent: (serverMicros / (windowMs * 1000)) * 100,
-      serverMicrosPerRefresh: refreshes > 0 ? serverMicros / refreshes : Number.NaN,
-      clientCpuPercent: (loadMicros / (windowMs * 1000)) * 100,
+      periodMs: this.o.periodMs,
+      loop,
+      serverMicros,
+      loadMicros,
       otherPercent: otherPercent(machine, serverMicros + loadMicros + own.user + own.system, windowMs),
       serverRss: rssBytes(this.server.pid),
-      clientLoopP99Ms: Math.max(...readings.map((r) => r.loopP99Ms)),
-      maxQueue: Math.max(...readings.map((r) => r.maxQueue)),
-      bunching: arrivalBunching(
-        readings.map((r) => r.arrivals),
-        readings[0]?.arrivalBinMs ?? 1,
-        this.o.periodMs,
-      ),
-      serverLoopP99Ms: loop.p99Ms,
-      serverLoopMaxMs: loop.maxMs,
-      gcCount: loop.gc.count,
-      gcTotalMs: loop.gc.totalMs,
-      gcMaxMs: loop.gc.maxMs,
-      leftPerSecond: (readings.reduce((s, r) => s + r.left, 0) * 1000) / windowMs,
-      arrivedPerSecond: (readings.reduce((s, r) => s + r.arrived, 0) * 1000) / windowMs,
-      registerP99: registers.values[0]!,
-    };
+      closes,
+    });
   }
 
   /** The server's event-loop and GC figures since the last call (bench route of waiting-tabwire.ts). */
@@ -415,7 +253,7 @@ export class WaitingRig {
 
   /** Stops the load processes and the server (by pid) and gives this process its CPUs back. */
   async stop(): Promise<void> {
-    clearInterval(this.threadMover);
+    this.loopCore?.stop();
     await Promise.all(this.load.map((p) => p.worker.stop()));
     await this.server.stop();
     if (this.o.pin) {

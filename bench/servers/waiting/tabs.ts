@@ -1,0 +1,115 @@
+/**
+ * A waiting page's tab, as the event script runs it: a WebSocket to /ClientEventsWS (subprotocol `ls`,
+ * the page's Origin, the session cookie from the 101), Register, a Ping every `pingMs`, and on leaving
+ * Unregister and close 1000.
+ */
+import WebSocket from 'ws';
+import { tabIdOf } from '../../lib/channel-ids.js';
+import { qrRequest, USER_AGENT } from './requests.js';
+import { state, type Setup } from './state.js';
+
+/** One waiting page: its WebSocket, its session, its QR request and its timers. */
+export interface Tab {
+  id: string;
+  /** Its index in `tabs`; a page that replaces it under churn takes the same. */
+  slot: number;
+  ws: WebSocket;
+  /** The whole POST /QuickLogin request, built once (its body and cookie never change). */
+  post: Buffer;
+  cookie: string;
+  running: boolean;
+  leaving: boolean;
+  /** performance.now() when the refresh in flight started; 0 when none is. */
+  since: number;
+  refresh: NodeJS.Timeout | undefined;
+  ping: NodeJS.Timeout | undefined;
+  /** With churn: when this person leaves. */
+  leave: NodeJS.Timeout | undefined;
+}
+
+/** Opens one tab: handshake (cookie from the 101), Register, and the server's CheckServerInstance back. */
+export function openTab(s: Setup, n: number): Promise<Tab> {
+  const id = tabIdOf(s.prefix, n);
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ClientEventsWS`, 'ls', {
+      perMessageDeflate: false,
+      handshakeTimeout: 30_000,
+      headers: { Origin: state.origin, 'User-Agent': USER_AGENT },
+    });
+    let cookie: string | undefined;
+    let settled = false;
+    const timer = setTimeout(() => fail(new Error('no CheckServerInstance within 30 s of Register')), 30_000);
+    const fail = (err: Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      ws.terminate();
+      reject(err);
+    };
+    ws.once('upgrade', (response) => {
+      const setCookie = response.headers['set-cookie'] ?? [];
+      cookie = setCookie.map((c) => c.split(';')[0]!).find((c) => c.startsWith('tabwire_sid='));
+    });
+    ws.once('error', fail);
+    ws.once('open', () => {
+      if (cookie === undefined) return fail(new Error('the 101 response set no tabwire_sid cookie'));
+      ws.send(JSON.stringify({ cmd: 'Register', tabId: id, location: `${state.origin}/` }));
+    });
+    ws.on('message', (data) => {
+      if (settled) return;
+      const frame = JSON.parse(data.toString()) as { type?: string };
+      if (frame.type !== 'CheckServerInstance') return;
+      settled = true;
+      clearTimeout(timer);
+      ws.off('error', fail);
+      ws.on('error', () => undefined);
+      const tab: Tab = { id, slot: -1, ws, cookie: cookie!, post: qrRequest(s, id, cookie!), running: false, leaving: false, since: 0, refresh: undefined, ping: undefined, leave: undefined };
+      ws.on('close', () => {
+        if (!tab.leaving && !state.stopping) {
+          state.unexpectedCloses++;
+          tab.running = false;
+        }
+      });
+      resolve(tab);
+    });
+  });
+}
+
+/** Starts a tab's Pings: the first at a random moment of the interval, then every `pingMs`. */
+export function startPings(tab: Tab, s: Setup): void {
+  const ping = (): void => {
+    if (tab.ws.readyState === WebSocket.OPEN) tab.ws.send('{"cmd":"Ping"}');
+  };
+  // The event script pings every 10 s from its own start: phases spread over the interval.
+  tab.ping = setTimeout(() => {
+    ping();
+    tab.ping = setInterval(ping, s.pingMs);
+  }, Math.random() * s.pingMs);
+}
+
+/** Stops a tab's timers (refresh, ping, leave) and marks it leaving, so its close is not counted as the server's. */
+export function stopTab(tab: Tab): void {
+  tab.running = false;
+  tab.leaving = true;
+  clearTimeout(tab.refresh);
+  clearTimeout(tab.ping);
+  clearInterval(tab.ping);
+  clearTimeout(tab.leave);
+}
+
+/** What the event script does on beforeunload: Unregister, then close. Resolves once closed (or cut after 10 s). */
+export function closeLeftTab(tab: Tab): Promise<void> {
+  return new Promise<void>((resolve) => {
+    if (tab.ws.readyState !== WebSocket.OPEN) return resolve();
+    const timer = setTimeout(() => {
+      tab.ws.terminate();
+      resolve();
+    }, 10_000);
+    tab.ws.once('close', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    tab.ws.send('{"cmd":"Unregister"}');
+    tab.ws.close(1000);
+  });
+}
