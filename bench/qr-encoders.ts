@@ -10,10 +10,10 @@ import encodeQR from 'qr';
 import QRCode from 'qrcode';
 import qrcodeGenerator from 'qrcode-generator';
 import { encode as uqrEncode } from 'uqr';
-import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { newCode } from '../src/quicklogin/codes.js';
 import { encodeQr } from '../src/quicklogin/qr-matrix.js';
+import { versionOf } from './lib/channel-common.js';
 import { backgroundLoad } from './lib/sysload.js';
 import { formatMicros, formatRate, formatRatio, table } from './lib/stats.js';
 import { measureInterleaved, type OperationSpec } from './lib/timing.js';
@@ -131,15 +131,6 @@ const CANDIDATES: Candidate[] = [
     },
   },
 ];
-
-const root = new URL('../', import.meta.url);
-const versionOf = (pkg: string): string => {
-  try {
-    return (JSON.parse(readFileSync(new URL(`node_modules/${pkg}/package.json`, root), 'utf8')) as { version: string }).version;
-  } catch {
-    return '?';
-  }
-};
 
 /** Paints a symbol black on white with a quiet zone and asks jsQR for its text. */
 function decode(symbol: Symbol, border: number): string | null {

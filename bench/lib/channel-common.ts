@@ -1,6 +1,6 @@
 /**
- * Helpers shared by the channel, callback and XMPP benchmarks (bench/channel-memory.ts,
- * deliver-latency.ts, longpoll-memory.ts, callbacks.ts, xmpp-router.ts).
+ * Helpers shared by the benchmarks (first written for the channel, callback and XMPP ones: bench/channel-memory.ts,
+ * deliver-latency.ts, longpoll-memory.ts, callbacks.ts, xmpp-router.ts; the QR benchmarks use them too).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';

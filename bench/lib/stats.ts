@@ -6,6 +6,13 @@ export function percentile(sample: ArrayLike<number>, p: number): number {
   return sorted[index] ?? Number.NaN;
 }
 
+/** The median of a sample (the mean of the middle two for an even count). Sorts a copy. */
+export function median(values: readonly number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = sorted.length >> 1;
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
+}
+
 /** Rounds a rate for display: integers above 100, one decimal below. */
 export function formatRate(rate: number): string {
   if (!Number.isFinite(rate)) return 'n/a';

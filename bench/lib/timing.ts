@@ -1,4 +1,5 @@
 import { performance } from 'node:perf_hooks';
+import { median } from './stats.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
 import type { Measurement } from './types.js';
 
@@ -123,12 +124,6 @@ export interface InterleaveOptions {
   /** Slices where other processes used more than this (% of a core) are set aside when enough others are left. */
   otherLimitPercent: number;
 }
-
-const median = (values: number[]): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
 
 /**
  * Rates of several operations measured in short slices taken in turn (A B C A B C ...), each
