@@ -111,19 +111,7 @@ export async function outboxRound(rig: OutboxRig, kind: 'outbox' | 'enqueue', n:
   const cpu = await window.close();
   expect(outcome !== 'timeout', `${kind} round ${tag}: ${latencies.length} of ${n} callbacks delivered in ${ROUND_TIMEOUT_MS} ms`);
   const ms = last - t0;
-  return {
-    kind,
-    count: n,
-    ms,
-    rate: (n * 1000) / ms,
-    p50: percentile(latencies, 50),
-    p99: percentile(latencies, 99),
-    max: percentile(latencies, 100),
-    cpuPercent: cpu.cpuPercent[0]!,
-    receiverCpuPercent: cpu.cpuPercent[1]!,
-    otherPercent: cpu.otherPercent,
-    errors: hooks.retried - retriedBefore,
-  };
+  return roundOf(kind, n, ms, latencies, cpu, hooks.retried - retriedBefore);
 }
 
 /** What a plain round sends: the same body to the same receiver URL, over its own undici Agent. */
@@ -155,8 +143,13 @@ export async function plainRound(rig: PlainRig, n: number): Promise<Round> {
   await Promise.all(Array.from({ length: PLAIN_CONCURRENCY }, lane));
   const ms = performance.now() - t0;
   const cpu = await window.close();
+  return roundOf('plain', n, ms, latencies, cpu, errors);
+}
+
+/** A round's figures: its rate over `ms`, latency percentiles, and the CPU of this process (0) and the receiver (1). */
+function roundOf(kind: Round['kind'], n: number, ms: number, latencies: number[], cpu: { cpuPercent: number[]; otherPercent: number }, errors: number): Round {
   return {
-    kind: 'plain',
+    kind,
     count: n,
     ms,
     rate: (n * 1000) / ms,

@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './child.js';
-import { accepts, waitExit } from './foreground-server.js';
+import { acceptsConnections } from '../../test/helpers/ports.js';
+import { outputTail, waitExit } from './foreground-server.js';
 import { TreeCpu } from './proc-cpu.js';
 
 const exec = promisify(execFile);
@@ -69,13 +70,7 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
   const synchronousCommit = process.env.BENCH_PG_SYNCHRONOUS_COMMIT;
   if (synchronousCommit !== undefined) args.push('-c', `synchronous_commit=${synchronousCommit}`);
   const child = spawn('runuser', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  const collect = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('error', (err) => collect(Buffer.from(`spawn failed: ${err.message}\n`)));
+  const output = outputTail(child);
   const postmaster = (): number | undefined => {
     try {
       const pid = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -116,9 +111,9 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
     const admin = `postgres://${PG_USER}@127.0.0.1:${port}/postgres`;
     const deadline = Date.now() + 30_000;
     for (;;) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited: ${output}`);
-      if ((await accepts(port)) && (await queryOk(admin))) break;
-      if (Date.now() > deadline) throw new Error(`postgres did not start: ${output}`);
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited: ${output()}`);
+      if ((await acceptsConnections(port)) && (await queryOk(admin))) break;
+      if (Date.now() > deadline) throw new Error(`postgres did not start: ${output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
     const setup = new pg.Client({ connectionString: admin });

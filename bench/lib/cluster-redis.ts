@@ -10,7 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { freePort } from './child.js';
-import { accepts, waitExit } from './foreground-server.js';
+import { acceptsConnections } from '../../test/helpers/ports.js';
+import { outputTail, waitExit } from './foreground-server.js';
 import { procCpuMicros } from './proc-cpu.js';
 import { percentile } from './stats.js';
 
@@ -40,13 +41,7 @@ export async function startBenchRedis(): Promise<BenchRedis> {
   const child = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no'], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
-  let output = '';
-  const collect = (chunk: Buffer): void => {
-    output = (output + chunk.toString()).slice(-4000);
-  };
-  child.stdout?.on('data', collect);
-  child.stderr?.on('data', collect);
-  child.on('error', (err) => collect(Buffer.from(`spawn failed: ${err.message}\n`)));
+  const output = outputTail(child);
   const orphanGuard = (): void => {
     child.kill('SIGKILL');
   };
@@ -66,9 +61,9 @@ export async function startBenchRedis(): Promise<BenchRedis> {
   };
   try {
     const deadline = Date.now() + 15_000;
-    while (!(await accepts(port))) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited: ${output}`);
-      if (Date.now() > deadline) throw new Error(`redis-server did not open port ${port}: ${output}`);
+    while (!(await acceptsConnections(port))) {
+      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited: ${output()}`);
+      if (Date.now() > deadline) throw new Error(`redis-server did not open port ${port}: ${output()}`);
       await new Promise((r) => setTimeout(r, 25));
     }
     const url = `redis://127.0.0.1:${port}`;

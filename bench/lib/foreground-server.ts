@@ -1,21 +1,8 @@
 /**
- * Waiting on the servers the cluster benchmark runs in the foreground (PostgreSQL, Redis): whether a loopback
- * port accepts connections yet, and whether a child has exited within a grace period.
+ * Waiting on the servers the cluster benchmark runs in the foreground (PostgreSQL, Redis): whether a child has
+ * exited within a grace period, and what it wrote last. (Whether a port accepts connections: test/helpers/ports.ts.)
  */
 import type { ChildProcess } from 'node:child_process';
-import { connect } from 'node:net';
-
-/** Resolves true once a TCP connection to 127.0.0.1:`port` opens, false if it is refused. */
-export function accepts(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ host: '127.0.0.1', port });
-    socket.once('connect', () => {
-      socket.destroy();
-      resolve(true);
-    });
-    socket.once('error', () => resolve(false));
-  });
-}
 
 /** Resolves true once `child` has exited (at once if it already has), false after `ms` without exiting. */
 export function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
@@ -27,4 +14,16 @@ export function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
       resolve(true);
     });
   });
+}
+
+/** The last 4,000 characters `child` wrote (stdout, stderr, or why it could not be spawned), for the error that says it failed. */
+export function outputTail(child: ChildProcess): () => string {
+  let output = '';
+  const collect = (chunk: Buffer): void => {
+    output = (output + chunk.toString()).slice(-4000);
+  };
+  child.stdout?.on('data', collect);
+  child.stderr?.on('data', collect);
+  child.on('error', (err) => collect(Buffer.from(`spawn failed: ${err.message}\n`)));
+  return () => output;
 }

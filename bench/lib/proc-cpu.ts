@@ -1,6 +1,6 @@
 /**
- * CPU a process has used, read from /proc, for the cluster benchmark's probes: one process, or a process and
- * its direct children (PostgreSQL's postmaster and its backends).
+ * CPU a process has used, read from /proc, for the benchmarks' probes of processes they did not start as children
+ * (Prosody) or whose children count too (PostgreSQL's postmaster and its backends).
  */
 import { readFileSync, readdirSync } from 'node:fs';
 

@@ -5,9 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ProsodyServer } from '../../test/helpers/prosody.js';
-
-/** Linux's USER_HZ: /proc/<pid>/stat counts CPU in 1/100 s. */
-const TICK_MICROS = 10_000;
+import { procCpuMicros } from './proc-cpu.js';
 
 /** Prosody's CPU (µs) from /proc/<pid>/stat; its pid from the pidfile next to its log. */
 export function prosodyCpuProbe(prosody: ProsodyServer): () => Promise<number> {
@@ -17,15 +15,5 @@ export function prosodyCpuProbe(prosody: ProsodyServer): () => Promise<number> {
   } catch {
     pid = undefined;
   }
-  return async () => {
-    if (!pid) return 0;
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      // fields[0] is the state (field 3); utime and stime are fields 14 and 15.
-      return (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
-    } catch {
-      return 0;
-    }
-  };
+  return async () => (pid ? procCpuMicros(pid) : 0);
 }
