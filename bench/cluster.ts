@@ -36,7 +36,7 @@ import { startBenchPostgres, type BenchPostgres } from './lib/cluster-postgres.j
 import { qrLoad } from './lib/cluster-qr.js';
 import { pingRedis, startBenchRedis, type BenchRedis } from './lib/cluster-redis.js';
 import { build } from './lib/cluster-report.js';
-import { IDLE_MS, LOGIN_WARMUP, LOGINS, MAX_RETRIES, NO_PERIODIC_BINDING_REFRESH, QR, TABS, type QrRound, type Side } from './lib/cluster-settings.js';
+import { IDLE_MS, LOGIN_WARMUP, LOGINS, MAX_RETRIES, NO_PERIODIC_BINDING_REFRESH, QR, QR_LIMITS, TABS, type QrRound, type Side } from './lib/cluster-settings.js';
 import { holdTabs } from './lib/cluster-tabs.js';
 import { fetchOnce } from './lib/load.js';
 import { procCpuMicros } from './lib/proc-cpu.js';
@@ -54,7 +54,7 @@ async function embeddedSide(dir: string, redisPg: Probe[], quiet: QuietPolicy): 
   const origin = config.publicBaseUrl;
   const nodes: NodeRig[] = [];
   try {
-    const node = await startNode('embedded node', { port, sqliteFile, qrRequestsPerAddressPerMinute: 10_000_000, ...NO_PERIODIC_BINDING_REFRESH }, origin, 'e-');
+    const node = await startNode('embedded node', { port, sqliteFile, ...QR_LIMITS, ...NO_PERIODIC_BINDING_REFRESH }, origin, 'e-');
     nodes.push(node);
     const probes: Probe[] = [
       { name: 'node', cpu: () => procCpuMicros(node.server.pid) },
@@ -95,7 +95,7 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
   const portB = await freePort();
   // Every node of a cluster serves the same public address (the load balancer's); here node A's.
   const publicBaseUrl = `http://127.0.0.1:${portA}`;
-  const shared = { databaseUrl: pg.url, redisUrl: redis.url, publicBaseUrl, qrRequestsPerAddressPerMinute: 10_000_000, ...NO_PERIODIC_BINDING_REFRESH };
+  const shared = { databaseUrl: pg.url, redisUrl: redis.url, publicBaseUrl, ...QR_LIMITS, ...NO_PERIODIC_BINDING_REFRESH };
   const config = loadConfig({}, { port: portA, sqliteFile: join(dir, 'unused.sqlite'), logLevel: 'silent', ...shared });
   const store = await openStore(config);
   const signer = await ensureDevIdentity(store, systemClock, config.legalDomain);

@@ -19,7 +19,8 @@
  *                               pairs on CLOCK_MONOTONIC, so event latencies can be set beside them
  *
  * Args: one JSON object {port, sqliteFile, pingTimeoutSeconds?, longPollHoldSeconds?, tabIdleSeconds?,
- * databaseUrl?, redisUrl?, publicBaseUrl?, qrRequestsPerAddressPerMinute?, tabBindingRetentionSeconds?}: with databaseUrl and redisUrl
+ * databaseUrl?, redisUrl?, publicBaseUrl?, qrRequestsPerAddressPerMinute?, qrRequestsPerSessionPerMinute?,
+ * tabBindingRetentionSeconds?}: with databaseUrl and redisUrl
  * the node runs in cluster mode (PostgreSQL store, Redis broker, bus and limits); publicBaseUrl names the
  * address every node of one cluster shares (the load balancer's).
  */
@@ -47,6 +48,7 @@ interface Args {
   redisUrl?: string;
   publicBaseUrl?: string;
   qrRequestsPerAddressPerMinute?: number;
+  qrRequestsPerSessionPerMinute?: number;
   tabBindingRetentionSeconds?: number;
 }
 
@@ -99,6 +101,7 @@ await serveAsChild(async () => {
       ...(args.redisUrl === undefined ? {} : { redisUrl: args.redisUrl }),
       ...(args.publicBaseUrl === undefined ? {} : { publicBaseUrl: args.publicBaseUrl }),
       ...(args.qrRequestsPerAddressPerMinute === undefined ? {} : { qrRequestsPerAddressPerMinute: args.qrRequestsPerAddressPerMinute }),
+      ...(args.qrRequestsPerSessionPerMinute === undefined ? {} : { qrRequestsPerSessionPerMinute: args.qrRequestsPerSessionPerMinute }),
       ...(args.tabBindingRetentionSeconds === undefined ? {} : { tabBindingRetentionSeconds: args.tabBindingRetentionSeconds }),
     },
   );
