@@ -14,11 +14,12 @@ import { longpollMemory } from './longpoll-memory.js';
 import { qrEncoders } from './qr-encoders.js';
 import { qrIssuance } from './qr-issuance.js';
 import { storeWrites } from './store-writes.js';
+import { waitingChurn } from './waiting-churn.js';
 import { waitingPeople } from './waiting-people.js';
 import { xmppRouter } from './xmpp-router.js';
 import { xmppThroughput } from './xmpp-throughput.js';
 
-const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, storeWrites, cluster];
+const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, waitingChurn, storeWrites, cluster];
 
 function print(report: BenchReport, seconds: number): void {
   console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);
