@@ -5,8 +5,8 @@ import { PROBLEM_CONTENT_TYPE } from './problem.js';
 /**
  * Response schemas shared by the routes, for the OpenAPI document (docs/openapi.md). They describe what
  * the handlers answer; they never change it: the service serializes answers with JSON.stringify
- * (http/openapi.ts), so a schema cannot drop or coerce a field, and test/http/openapi.test.ts checks
- * real answers against them.
+ * (http/openapi.ts), so a schema cannot drop or coerce a field, and test/http/openapi-answers.test.ts
+ * checks real answers against them.
  */
 
 const ERROR_CODES = Object.keys(errorCatalogue) as ErrorCode[];
