@@ -2,40 +2,27 @@
  * The web wallet (docs/wallet.md): a key made and kept in this browser, an agent account, an identity
  * applied for with that key, and the signing of QuickLogin requests opened from a QR code or a link.
  */
-import { Api, ApiError } from './api.js';
-import { applicationText, signedText, type Application, type Decision } from './challenge.js';
+import { Api } from './api.js';
+import { applicationText, type Application } from './challenge.js';
 import { clearAll, load, save } from './db.js';
 import { el, fileAsBase64, item, shown, text, time } from './dom.js';
-import { createKey, loadKey, signText, type WalletKey } from './keys.js';
+import { createKey, loadKey, signText } from './keys.js';
 import { label } from './labels.js';
 import { decoderName } from './qr.js';
-import { checkChallenge, checkSignUrl, disclosed, signUrlFromLocation, type IdentityView, type SignInfo } from './request.js';
+import { signUrlFromLocation, type IdentityView } from './request.js';
+import { RequestView } from './request-view.js';
 import { Scanner } from './scanner.js';
+import { signedIn, type Profile, type Session, type WalletState } from './state.js';
 
 /** The flag the service's demo page reads to send "Approve on this device" here (same origin only). */
 export const WALLET_FLAG = 'tabwire.wallet';
-
-interface Profile {
-  identity?: IdentityView;
-}
-interface Session {
-  userName: string;
-  jwt: string;
-  /** Unix seconds. */
-  expires: number;
-}
 
 /** The service: this page's origin, or the one a copy built for another origin names (docs/wallet.md). */
 const service = new URL(document.querySelector<HTMLMetaElement>('meta[name="tabwire-service"]')?.content || location.origin).origin;
 const api = new Api(service);
 
-let key: WalletKey | undefined;
-let profile: Profile = {};
-let session: Session | undefined;
-let request: { url: URL; info: SignInfo } | undefined;
-
-const now = (): number => Math.floor(Date.now() / 1000);
-const signedIn = (): Session | undefined => (session && session.expires > now() + 5 ? session : undefined);
+// One object, not three variables: the request card (request-view.ts) reads the same state this page changes.
+const state: WalletState = { key: undefined, profile: {}, session: undefined };
 
 function alertText(message: string): void {
   text('alert', message);
@@ -55,8 +42,8 @@ function action(button: HTMLButtonElement, work: () => Promise<void>): void {
 
 function renderIdentity(identity: IdentityView | undefined): void {
   shown('identity-info', identity !== undefined);
-  shown('apply-form', identity === undefined && key !== undefined && signedIn() !== undefined);
-  shown('identity-none', identity === undefined && (key === undefined || signedIn() === undefined));
+  shown('apply-form', identity === undefined && state.key !== undefined && signedIn(state) !== undefined);
+  shown('identity-none', identity === undefined && (state.key === undefined || signedIn(state) === undefined));
   if (!identity) return;
   text('identity-state', identity.State);
   text('identity-id', identity.Id);
@@ -75,27 +62,27 @@ function renderIdentity(identity: IdentityView | undefined): void {
 
 function render(): void {
   text('service-host', new URL(service).host);
-  shown('key-none', key === undefined);
-  shown('key-info', key !== undefined);
-  if (key) text('key-public', key.publicKey);
-  const current = signedIn();
+  shown('key-none', state.key === undefined);
+  shown('key-info', state.key !== undefined);
+  if (state.key) text('key-public', state.key.publicKey);
+  const current = signedIn(state);
   shown('account-form', current === undefined);
   shown('account-info', current !== undefined);
   if (current) {
     text('account-name', current.userName);
     time('account-expires', current.expires);
   }
-  renderIdentity(profile.identity);
+  renderIdentity(state.profile.identity);
   // The demo page on this origin sends same-device approvals here once the wallet can sign.
-  if (profile.identity?.State === 'Approved' && key) localStorage.setItem(WALLET_FLAG, '1');
+  if (state.profile.identity?.State === 'Approved' && state.key) localStorage.setItem(WALLET_FLAG, '1');
   else localStorage.removeItem(WALLET_FLAG);
-  renderRequestButtons();
+  requests.renderButtons();
 }
 
 // ---- key, account, identity ----------------------------------------------------------------
 
 async function makeKey(): Promise<void> {
-  key = await createKey();
+  state.key = await createKey();
 }
 
 function credentials(): { userName: string; password: string; apiKey: string } {
@@ -112,20 +99,20 @@ async function signIn(create: boolean): Promise<void> {
   const { userName, password, apiKey } = credentials();
   if (create) await api.createAccount(userName, password, apiKey);
   const token = await api.login(userName, password);
-  session = { userName, jwt: token.jwt, expires: token.expires };
-  await save('session', session);
+  state.session = { userName, jwt: token.jwt, expires: token.expires };
+  await save('session', state.session);
   el<HTMLInputElement>('password').value = '';
-  if (profile.identity) await refreshIdentity();
+  if (state.profile.identity) await refreshIdentity();
 }
 
 async function signOut(): Promise<void> {
-  session = undefined;
+  state.session = undefined;
   await save('session', undefined);
 }
 
 async function applyForIdentity(): Promise<void> {
-  const current = signedIn();
-  if (!key || !current) throw new Error('Make a key and sign in first.');
+  const current = signedIn(state);
+  if (!state.key || !current) throw new Error('Make a key and sign in first.');
   const form = el<HTMLFormElement>('apply-form');
   const data = new FormData(form);
   const properties: Record<string, string> = {};
@@ -134,120 +121,43 @@ async function applyForIdentity(): Promise<void> {
     if (value !== '') properties[name] = name === 'COUNTRY' ? value.toUpperCase() : value;
   }
   if (!properties.FIRST || !properties.LAST) throw new Error('Enter your first and last name.');
-  const application: Application = { properties, publicKey: key.publicKey };
+  const application: Application = { properties, publicKey: state.key.publicKey };
   const file = el<HTMLInputElement>('attachment').files?.[0];
   if (file) {
     if (file.size > 256 * 1024) throw new Error('The attachment is larger than 256 KiB.');
     application.attachments = [{ fileName: file.name, contentType: file.type, content: await fileAsBase64(file) }];
   }
   // Proof of possession: the application signed with the key it names (docs/agent-api.md).
-  const signature = await signText(key, applicationText(current.userName, application));
+  const signature = await signText(state.key, applicationText(current.userName, application));
   const { identity } = await api.apply(current.jwt, { ...application, signature });
-  profile = { identity };
-  await save('profile', profile);
+  state.profile = { identity };
+  await save('profile', state.profile);
 }
 
 async function refreshIdentity(): Promise<void> {
-  const current = signedIn();
-  if (!profile.identity) return;
+  const current = signedIn(state);
+  if (!state.profile.identity) return;
   if (!current) throw new Error('Sign in to check the state of your identity.');
-  const { identity } = await api.identity(current.jwt, profile.identity.Id);
-  profile = { identity };
-  await save('profile', profile);
+  const { identity } = await api.identity(current.jwt, state.profile.identity.Id);
+  state.profile = { identity };
+  await save('profile', state.profile);
 }
 
 async function forget(): Promise<void> {
   await clearAll();
-  key = undefined;
-  profile = {};
-  session = undefined;
-  request = undefined;
-  shown('request', false);
+  state.key = undefined;
+  state.profile = {};
+  state.session = undefined;
+  requests.close();
 }
 
-// ---- signing ---------------------------------------------------------------------------------
+// ---- signing (request-view.ts) ---------------------------------------------------------------
 
-/** Why this wallet cannot sign the open request, or undefined when it can. */
-function refusal(): string | undefined {
-  if (!request) return undefined;
-  if (!key) return 'Make a key first (step 1).';
-  const identity = profile.identity;
-  if (!identity) return 'Apply for an identity first (step 3).';
-  if (identity.State === 'Created') return 'Your identity is waiting for the operator\'s approval; it cannot sign yet.';
-  if (identity.State !== 'Approved') return `Your identity is ${identity.State}; it cannot sign.`;
-  // The expiry is not checked against this device's clock, which may be off: the service decides (410).
-  return undefined;
-}
-
-function renderRequestButtons(): void {
-  const why = refusal();
-  const settled = el('request-outcome').textContent !== '';
-  text('request-refusal', why ?? '');
-  el<HTMLButtonElement>('approve').disabled = why !== undefined || settled;
-  el<HTMLButtonElement>('reject').disabled = why !== undefined || settled;
-}
-
-function showRequest(url: URL, info: SignInfo): void {
-  request = { url, info };
-  // Who asks comes first and large: the person, not the service, can tell bank.example from bank-example.top.
-  text('request-origin', info.origin ?? 'A program without a web origin');
-  text(
-    'request-origin-note',
-    info.origin === null
-      ? 'The request did not come from a web page. Approve only if you started it yourself.'
-      : 'Check this is the site you are using right now. Approve only then.',
-  );
-  text('request-purpose', info.purpose);
-  const identity = profile.identity;
-  const list = el('request-properties');
-  if (identity) {
-    const what = disclosed(identity, info);
-    list.replaceChildren(...what.properties.map(([name, value]) => item('li', `${label(name)}: ${value}`)));
-    if (what.properties.length === 0) list.replaceChildren(item('li', 'No properties'));
-    text('request-attachments', what.attachments.length === 0 ? 'No attachments.' : `Attachments: ${what.attachments.join(', ')}`);
-  } else {
-    const names = info.propertyFilter ?? 'all properties of your identity';
-    list.replaceChildren(item('li', names));
-    text('request-attachments', '');
-  }
-  // Your identity's id and key are disclosed too: they are part of every result (docs/signing.md).
-  time('request-expires', info.expires);
-  text('request-outcome', '');
-  shown('request', true);
-  renderRequestButtons();
-  const card = el('request');
-  card.scrollIntoView({ block: 'start' });
-  card.focus();
-}
-
-async function openRequest(textValue: string): Promise<void> {
-  alertText('');
-  shown('request', false);
-  request = undefined;
-  const url = checkSignUrl(textValue, service);
-  const info = await api.signInfo(url);
-  checkChallenge(info, url);
-  if (profile.identity?.State === 'Created' && signedIn()) await refreshIdentity().catch(() => undefined);
-  showRequest(url, info);
-}
-
-async function decide(decision: Decision): Promise<void> {
-  const why = refusal();
-  if (why || !request || !key || !profile.identity) throw new Error(why ?? 'Nothing to sign.');
-  const { url, info } = request;
-  const signature = await signText(key, signedText(info.challenge, profile.identity.Id, decision));
-  try {
-    const answer = await api.decide(url, profile.identity.Id, signature, decision, info.binding);
-    text('request-outcome', answer.state === 'approved' ? 'Approved. You can return to the page that asked.' : 'Rejected. The page that asked has been told.');
-  } catch (err) {
-    if (err instanceof ApiError) text('request-outcome', `Not signed: ${err.message}`);
-    else throw err;
-  }
-}
+const requests = new RequestView(state, api, service, refreshIdentity, alertText);
 
 // ---- camera and images (scanner.ts) ----------------------------------------------------------
 
-const scanner = new Scanner(openRequest, alertText);
+const scanner = new Scanner((textValue) => requests.open(textValue), alertText);
 
 // ---- start -----------------------------------------------------------------------------------
 
@@ -267,10 +177,10 @@ function wire(): void {
   el('forget').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, forget));
   el('link-form').addEventListener('submit', (e) => {
     e.preventDefault();
-    action(el('open'), () => openRequest(el<HTMLInputElement>('sign-url').value));
+    action(el('open'), () => requests.open(el<HTMLInputElement>('sign-url').value));
   });
-  el('approve').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, () => decide('approve')));
-  el('reject').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, () => decide('reject')));
+  el('approve').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, () => requests.decide('approve')));
+  el('reject').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, () => requests.decide('reject')));
   el('scan').addEventListener('click', (e) => action(e.currentTarget as HTMLButtonElement, async () => (scanner.running ? scanner.stop() : scanner.start())));
   el('qr-file').addEventListener('change', (e) => {
     const input = e.currentTarget as HTMLInputElement;
@@ -285,7 +195,7 @@ function wire(): void {
 
 async function start(): Promise<void> {
   wire();
-  [key, profile, session] = await Promise.all([loadKey(), load<Profile>('profile').then((p) => p ?? {}), load<Session>('session')]);
+  [state.key, state.profile, state.session] = await Promise.all([loadKey(), load<Profile>('profile').then((p) => p ?? {}), load<Session>('session')]);
   render();
   void decoderName().then((name) => {
     text('decoder', `QR decoder: ${name}.`);
@@ -299,7 +209,7 @@ async function start(): Promise<void> {
   if (linked) {
     history.replaceState(null, '', location.pathname);
     el<HTMLInputElement>('sign-url').value = linked;
-    await openRequest(linked).catch((err: unknown) => alertText(err instanceof Error ? err.message : String(err)));
+    await requests.open(linked).catch((err: unknown) => alertText(err instanceof Error ? err.message : String(err)));
   }
   document.body.dataset.ready = '1';
 }
