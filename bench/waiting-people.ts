@@ -25,7 +25,7 @@ import { QR_LIMIT_ENV, WaitingRig, holds, serverCores, tasksetAvailable, type Wa
 /** Tab counts tried, ascending; those above the server's open-file capacity are left out. */
 const STEPS = [1_000, 2_000, 4_000, 8_000, 12_000, 16_000, 19_000] as const;
 /** A page asks for a new code this long after each answer (public/demo.js, the reference pages). */
-const PERIOD_MS = 2_000;
+export const PERIOD_MS = 2_000;
 /** Load on a fresh step before it is measured: new tabs' first requests, V8 re-optimising. */
 const WARMUP_MS = 10_000;
 const FIRST_WARMUP_MS = 15_000;
@@ -35,13 +35,13 @@ const HOLD_MS = 60_000;
  * The churn window: mean time a page waits before its person leaves (logged in or gone), as the capacity
  * estimate assumes (docs/capacity-estimate.md): N / 120 new pages a second.
  */
-const CHURN_STAY_MS = 120_000;
+export const CHURN_STAY_MS = 120_000;
 /** After dropping back to a smaller N: the backlog of the failed step drains. */
 const SETTLE_MS = 10_000;
 /** Keep-alive connections in each load process's pool (a reverse proxy's upstream pool). */
-const POOL = 96;
+export const POOL = 96;
 /** The issue's rule: a step holds while p99 of a refresh is at most this, with no error. */
-const P99_LIMIT_MS = 100;
+export const P99_LIMIT_MS = 100;
 /** The issue's budget: people held at a 2 s refresh on this machine. */
 const BUDGET_TABS = 12_000;
 /** No new step starts after this (the whole run stays under ~10 minutes). */
