@@ -36,6 +36,8 @@ export interface WindowResult {
   otherPercent: number;
   serverRss: number;
   clientLoopP99Ms: number;
+  /** The longest event-loop delay of a load process in the window (ms): a pause there delays the answers it reads. */
+  clientLoopMaxMs: number;
   maxQueue: number;
   /** How unevenly refreshes fall within the refresh period (`arrivalBunching`: 0 = evenly). */
   bunching: number;
@@ -132,6 +134,7 @@ export function windowResult(readings: readonly WindowReading[], f: WindowFigure
     otherPercent: f.otherPercent,
     serverRss: f.serverRss,
     clientLoopP99Ms: Math.max(...readings.map((r) => r.loopP99Ms)),
+    clientLoopMaxMs: Math.max(...readings.map((r) => r.loopMaxMs)),
     maxQueue: Math.max(...readings.map((r) => r.maxQueue)),
     bunching: arrivalBunching(
       readings.map((r) => r.arrivals),
