@@ -4,7 +4,9 @@
  * write transactions PostgreSQL ran, between two readings.
  */
 import { fetchOnce } from './load.js';
-import { deltaOf, sumOf, type BenchPostgres, type BenchRedis, type PgReading, type RedisReading } from './cluster-infra.js';
+import type { BenchPostgres, PgReading } from './cluster-postgres.js';
+import type { BenchRedis, RedisReading } from './cluster-redis.js';
+import { deltaOf, sumOf } from './counter-maps.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
 
 /** A process whose CPU the benchmark counts as its own. */

@@ -4,7 +4,7 @@
  */
 import { loadavg } from 'node:os';
 import { OTHER_CPU_LIMIT, kib, machineLine, mib, openFilesLimit, revision, versionOf } from './channel-common.js';
-import { sumOf } from './cluster-infra.js';
+import { sumOf } from './counter-maps.js';
 import { cpuPercent, mergeWindows, shortSql, sqlStatements, type Window } from './cluster-meter.js';
 import {
   BINDING_REFRESH_S,
