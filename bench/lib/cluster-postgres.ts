@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { freePort } from './child.js';
 import { acceptsConnections } from '../../test/helpers/ports.js';
+import { answersQueries } from '../../test/helpers/postgres.js';
 import { outputTail, waitExit } from './foreground-server.js';
 import { TreeCpu } from './proc-cpu.js';
 
@@ -112,7 +113,7 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
     const deadline = Date.now() + 30_000;
     for (;;) {
       if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited: ${output()}`);
-      if ((await acceptsConnections(port)) && (await queryOk(admin))) break;
+      if ((await acceptsConnections(port)) && (await answersQueries(admin))) break;
       if (Date.now() > deadline) throw new Error(`postgres did not start: ${output()}`);
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -163,20 +164,5 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
   } catch (err) {
     await stop();
     throw err;
-  }
-}
-
-/** Whether a client can connect to `url` and run a query yet (the server may accept before it is ready). */
-async function queryOk(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    await client.query('select 1');
-    return true;
-  } catch {
-    return false;
-  } finally {
-    await client.end().catch(() => undefined);
   }
 }

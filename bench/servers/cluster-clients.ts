@@ -21,6 +21,7 @@
 import WebSocket from 'ws';
 import { tabIdOf } from '../lib/channel-ids.js';
 import { serveWorker } from '../lib/channel-worker.js';
+import { openRegistered } from '../lib/registered-socket.js';
 import { percentile } from '../lib/stats.js';
 
 interface Setup {
@@ -72,51 +73,16 @@ function onFrame(tabId: string, raw: WebSocket.RawData): void {
 }
 
 /** Opens one tab; resolves once the server answered its Register (CheckServerInstance). */
-function openTab(s: Setup, n: number, keep: boolean): Promise<Tab> {
+async function openTab(s: Setup, n: number, keep: boolean): Promise<Tab> {
   const id = tabIdOf(s.prefix, n);
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ClientEventsWS`, 'ls', {
-      perMessageDeflate: false,
-      handshakeTimeout: 30_000,
-      headers: { Origin: s.origin },
+  const { ws, cookie } = await openRegistered({ port: s.port, origin: s.origin, tabId: id });
+  if (keep) {
+    ws.on('message', (raw) => onFrame(id, raw));
+    ws.on('close', () => {
+      if (!stopping && !leaving.delete(ws)) unexpectedCloses++;
     });
-    let cookie: string | undefined;
-    let settled = false;
-    const timer = setTimeout(() => fail(new Error('no CheckServerInstance within 30 s of Register')), 30_000);
-    const fail = (err: Error): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      ws.terminate();
-      reject(err);
-    };
-    ws.once('upgrade', (response) => {
-      cookie = (response.headers['set-cookie'] ?? []).map((c) => c.split(';')[0]!).find((c) => c.startsWith('tabwire_sid='));
-    });
-    ws.once('error', fail);
-    ws.once('open', () => {
-      if (cookie === undefined) return fail(new Error('the 101 response set no tabwire_sid cookie'));
-      ws.send(JSON.stringify({ cmd: 'Register', tabId: id, location: `${s.origin}/` }));
-    });
-    const first = (data: WebSocket.RawData): void => {
-      if (settled) return;
-      if ((JSON.parse(data.toString()) as { type?: string }).type !== 'CheckServerInstance') return;
-      settled = true;
-      clearTimeout(timer);
-      ws.off('message', first);
-      ws.off('error', fail);
-      ws.on('error', () => undefined);
-      const tab: Tab = { ws, cookie: cookie!, ping: undefined };
-      if (keep) {
-        ws.on('message', (raw) => onFrame(id, raw));
-        ws.on('close', () => {
-          if (!stopping && !leaving.delete(ws)) unexpectedCloses++;
-        });
-      }
-      resolve(tab);
-    };
-    ws.on('message', first);
-  });
+  }
+  return { ws, cookie, ping: undefined };
 }
 
 function startPings(tab: Tab, pingMs: number): void {

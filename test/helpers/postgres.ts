@@ -112,7 +112,7 @@ async function launch(dir: string, data: string, port: number, settings: string[
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`postgres exited (${child.exitCode ?? child.signalCode}): ${output()}`);
-    if ((await acceptsConnections(port)) && (await ready(port))) return child;
+    if ((await acceptsConnections(port)) && (await answersQueries(urlFor(port, 'postgres')))) return child;
     if (Date.now() > deadline) {
       await shutdown(child, data);
       throw new Error(`postgres did not accept connections on ${port}: ${output()}`);
@@ -121,9 +121,12 @@ async function launch(dir: string, data: string, port: number, settings: string[
   }
 }
 
-/** Accepting TCP is not enough: during start-up the server answers 57P03 "the database system is starting up". */
-async function ready(port: number): Promise<boolean> {
-  const client = new pg.Client({ connectionString: urlFor(port, 'postgres') });
+/**
+ * Whether a client can connect to `url` and run a query yet. Accepting TCP is not enough: during start-up the
+ * server answers 57P03 "the database system is starting up". The cluster benchmark waits for its server with it too.
+ */
+export async function answersQueries(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url });
   client.on('error', () => undefined);
   try {
     await client.connect();

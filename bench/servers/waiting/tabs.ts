@@ -5,6 +5,7 @@
  */
 import WebSocket from 'ws';
 import { tabIdOf } from '../../lib/channel-ids.js';
+import { openRegistered } from '../../lib/registered-socket.js';
 import { qrRequest, USER_AGENT } from './requests.js';
 import { state, type Setup } from './state.js';
 
@@ -28,51 +29,17 @@ export interface Tab {
 }
 
 /** Opens one tab: handshake (cookie from the 101), Register, and the server's CheckServerInstance back. */
-export function openTab(s: Setup, n: number): Promise<Tab> {
+export async function openTab(s: Setup, n: number): Promise<Tab> {
   const id = tabIdOf(s.prefix, n);
-  return new Promise((resolve, reject) => {
-    const ws = new WebSocket(`ws://127.0.0.1:${s.port}/ClientEventsWS`, 'ls', {
-      perMessageDeflate: false,
-      handshakeTimeout: 30_000,
-      headers: { Origin: state.origin, 'User-Agent': USER_AGENT },
-    });
-    let cookie: string | undefined;
-    let settled = false;
-    const timer = setTimeout(() => fail(new Error('no CheckServerInstance within 30 s of Register')), 30_000);
-    const fail = (err: Error): void => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      ws.terminate();
-      reject(err);
-    };
-    ws.once('upgrade', (response) => {
-      const setCookie = response.headers['set-cookie'] ?? [];
-      cookie = setCookie.map((c) => c.split(';')[0]!).find((c) => c.startsWith('tabwire_sid='));
-    });
-    ws.once('error', fail);
-    ws.once('open', () => {
-      if (cookie === undefined) return fail(new Error('the 101 response set no tabwire_sid cookie'));
-      ws.send(JSON.stringify({ cmd: 'Register', tabId: id, location: `${state.origin}/` }));
-    });
-    ws.on('message', (data) => {
-      if (settled) return;
-      const frame = JSON.parse(data.toString()) as { type?: string };
-      if (frame.type !== 'CheckServerInstance') return;
-      settled = true;
-      clearTimeout(timer);
-      ws.off('error', fail);
-      ws.on('error', () => undefined);
-      const tab: Tab = { id, slot: -1, ws, cookie: cookie!, post: qrRequest(s, id, cookie!), running: false, leaving: false, since: 0, refresh: undefined, ping: undefined, leave: undefined };
-      ws.on('close', () => {
-        if (!tab.leaving && !state.stopping) {
-          state.unexpectedCloses++;
-          tab.running = false;
-        }
-      });
-      resolve(tab);
-    });
+  const { ws, cookie } = await openRegistered({ port: s.port, origin: state.origin, tabId: id, headers: { 'User-Agent': USER_AGENT } });
+  const tab: Tab = { id, slot: -1, ws, cookie, post: qrRequest(s, id, cookie), running: false, leaving: false, since: 0, refresh: undefined, ping: undefined, leave: undefined };
+  ws.on('close', () => {
+    if (!tab.leaving && !state.stopping) {
+      state.unexpectedCloses++;
+      tab.running = false;
+    }
   });
+  return tab;
 }
 
 /** Starts a tab's Pings: the first at a random moment of the interval, then every `pingMs`. */
