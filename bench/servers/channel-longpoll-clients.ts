@@ -6,7 +6,7 @@
  *
  * Commands:
  *   first  {port, prefix, count, concurrency}: each tab's first poll, answered at once with the
- *          session cookie (Set-Cookie tabwire_sid); the cookie is kept per tab
+ *          session cookie (Set-Cookie tabwire_sid) and `CheckServerInstance`; the cookie is kept per tab
  *   hold   {}: every tab's next poll, sent without waiting for answers (the server holds them)
  *   status {}: how many held polls were sent and answered, and with what
  *   close-all
@@ -20,6 +20,19 @@ let port = 0;
 const cookies: string[] = [];
 const tabIds: string[] = [];
 const held = { sent: 0, answered: 0, withEvent: 0, nop: 0, otherStatus: 0, errors: 0, firstError: undefined as string | undefined, firstOther: undefined as string | undefined };
+
+/**
+ * A tab's first poll is answered at once with nothing for it yet but `CheckServerInstance` (a tab new to the
+ * service is told the instance id, docs/events.md "Long-poll `/ClientEvents`"); an empty list is accepted too.
+ */
+function firstPollEvents(body: string): boolean {
+  try {
+    const events = JSON.parse(body) as unknown;
+    return Array.isArray(events) && events.every((e) => (e as { type?: unknown }).type === 'CheckServerInstance');
+  } catch {
+    return false;
+  }
+}
 
 function poll(agent: Agent, tabId: string, cookie: string | undefined): Promise<{ status: number; body: string; setCookie: string | undefined }> {
   return new Promise((resolve, reject) => {
@@ -69,7 +82,7 @@ serveWorker(
             agents[i] = agent;
             const answer = await poll(agent, tabId, undefined);
             const cookie = answer.setCookie?.split(';')[0];
-            if (answer.status !== 200 || answer.body !== '[]' || !cookie?.startsWith('tabwire_sid=')) {
+            if (answer.status !== 200 || !firstPollEvents(answer.body) || !cookie?.startsWith('tabwire_sid=')) {
               throw new Error(`first poll answered ${answer.status} ${answer.body.slice(0, 100)} cookie ${String(cookie)}`);
             }
             tabIds[i] = tabId;
