@@ -187,7 +187,7 @@ export const longpollMemory: Benchmark = {
           {
             heading: 'Checks',
             lines: [
-              `first polls: ${POLLS.toLocaleString('en-US')} answered at once with [] and a tabwire_sid cookie, ${Math.round((POLLS * 1000) / cycle.firstMs).toLocaleString('en-US')}/s`,
+              `first polls: ${POLLS.toLocaleString('en-US')} answered at once with CheckServerInstance and a tabwire_sid cookie, ${Math.round((POLLS * 1000) / cycle.firstMs).toLocaleString('en-US')}/s`,
               `held: server attached all ${POLLS.toLocaleString('en-US')}; 0 answered after ${HELD_CHECK_MS} ms and still 0 after the memory reading (${cycle.heldStatus.sent} sent)`,
               `release: deliver-all answered all ${cycle.released.withEvent.toLocaleString('en-US')} held polls with their event in ${Math.round(cycle.releaseMs)} ms (${cycle.released.nop} NOP, ${cycle.released.otherStatus} other)`,
               `server open files: ${cycle.serverFiles.idle.toLocaleString('en-US')} with the tabs idle between polls, ${cycle.serverFiles.held.toLocaleString('en-US')} with every poll held`,
