@@ -1,10 +1,14 @@
-import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, expect, it } from 'vitest';
 import { WAL_FILE_LIMIT_BYTES } from '../../src/store/sqlite/checkpointer.js';
 import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { LoginCode } from '../../src/store/stores.js';
+import { assertFreshBuild } from '../helpers/process.js';
 import { until } from '../helpers/until.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'tabwire-checkpoints-'));
@@ -93,3 +97,46 @@ it('under writes that never pause, the log starts over again and again, no write
   }, 'the log file to be cut back to its bound', 60_000);
   await store.close();
 }, 120_000);
+
+it('a store closing while a checkpoint hold ends keeps its process alive until the worker has closed (regression: a process with nothing else to do exited first, exit code 13)', async () => {
+  // The order that broke: the worker asks for a hold, the hold starts, and `stop` is called before the
+  // worker's "checkpointed" arrives; its arrival unref'd the worker that `stop` had just ref'd, so a process
+  // whose only handle was the worker ended with the stop still awaited. Run where nothing else keeps the loop alive.
+  assertFreshBuild();
+  const file = join(dir, 'stop-during-hold.sqlite');
+  const checkpointer = pathToFileURL(join(process.cwd(), 'dist/store/sqlite/checkpointer.js')).href;
+  const sqliteModule = pathToFileURL(createRequire(import.meta.url).resolve('better-sqlite3')).href;
+  // A file, not `--input-type=module -e`: workers inherit that flag, and the checkpointer's is CommonJS.
+  const scriptFile = join(dir, 'stop-during-hold.mjs');
+  writeFileSync(scriptFile, `
+    import SQLite from ${JSON.stringify(sqliteModule)};
+    import { Checkpointer } from ${JSON.stringify(checkpointer)};
+    const file = ${JSON.stringify(file)};
+    const db = new SQLite(file);
+    db.pragma('journal_mode = WAL');
+    db.pragma('wal_autocheckpoint = 0');
+    db.exec('create table t (x text)');
+    db.prepare('insert into t values (?)').run('x'.repeat(20000));
+    let stopped;
+    const asked = new Promise((resolve) => {
+      const cp = new Checkpointer(file, (work) => {
+        const held = work();
+        stopped = cp.stop();
+        resolve();
+        return held;
+      }, (err) => { console.error('worker failed', err); process.exit(2); }, { everyMs: 10, restartBytes: 1 });
+    });
+    // Alive until the worker asks (it is unref'd while it runs); from then on only the stopping worker is.
+    const alive = setInterval(() => undefined, 1000);
+    await asked;
+    clearInterval(alive);
+    await stopped;
+    db.close();
+    console.log('closed');
+  `);
+  const child = spawn(process.execPath, [scriptFile], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  expect({ code, out: out.trim() }).toEqual({ code: 0, out: 'closed' });
+});

@@ -100,11 +100,16 @@ export class Checkpointer {
   private checkpointed: (() => void) | undefined;
   /** The worker has exited. */
   private gone = false;
+  /** `stop` was called: the worker stays ref'd until it has exited, whatever a hold ending meanwhile does. */
+  private stopping = false;
 
-  /** `onFailure`: the worker could not run (the caller turns automatic checkpoints back on). */
-  constructor(file: string, hold: HoldConnection, onFailure: (err: unknown) => void) {
+  /**
+   * `onFailure`: the worker could not run (the caller turns automatic checkpoints back on). `timing`: how
+   * often it checkpoints and the log length it restarts past (tests make both small).
+   */
+  constructor(file: string, hold: HoldConnection, onFailure: (err: unknown) => void, timing: { everyMs: number; restartBytes: number } = { everyMs: CHECKPOINT_EVERY_MS, restartBytes: WAL_RESTART_BYTES }) {
     const module = createRequire(import.meta.url).resolve('better-sqlite3');
-    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, everyMs: CHECKPOINT_EVERY_MS, restartBytes: WAL_RESTART_BYTES } });
+    this.worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { module, file, ...timing } });
     this.worker.on('error', onFailure);
     this.worker.on('message', (message) => {
       if (message === 'checkpointed') this.endHold();
@@ -137,13 +142,16 @@ export class Checkpointer {
   private endHold(): void {
     const end = this.checkpointed;
     this.checkpointed = undefined;
-    if (end && !this.gone) this.worker.unref();
+    // Once stopping, the worker stays ref'd: a hold that ends while `stop` waits for the exit (its answer was
+    // already on the way) must not let a process with nothing else to do end before the worker closed.
+    if (end && !this.gone && !this.stopping) this.worker.unref();
     end?.();
   }
 
   /** Closes the worker's connection (before the main one, whose close then checkpoints and removes the WAL). */
   async stop(): Promise<void> {
     // Kept alive until it has closed its connection (unref'd while running, so it never holds a process open).
+    this.stopping = true;
     this.worker.ref();
     this.worker.postMessage('stop');
     await this.exited;
