@@ -4,10 +4,9 @@
  * children use bench/lib/child.ts (startChild); this is the counterpart for load generators that
  * need their own process because one process may hold only ~20,000 open files.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { spawnTracked, stopTracked } from './child-registry.js';
+import { awaitReply } from './child-reply.js';
 
 /** Parent -> worker. */
 export interface WorkerCall {
@@ -33,122 +32,35 @@ export interface Worker {
   stop(): Promise<void>;
 }
 
-const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-const live = new Set<ChildProcess>();
-
-function killAllSync(): void {
-  for (const child of live) {
-    if (child.pid !== undefined && child.exitCode === null && child.signalCode === null) {
-      try {
-        process.kill(child.pid, 'SIGKILL');
-      } catch {
-        // gone already
-      }
-    }
-  }
-  live.clear();
-}
-process.once('exit', killAllSync);
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    killAllSync();
-    process.exit(signal === 'SIGINT' ? 130 : 143);
-  });
-}
-
-const exited = (child: ChildProcess): boolean => child.exitCode !== null || child.signalCode !== null;
-
-function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
-  if (exited(child)) return Promise.resolve(true);
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => {
-      child.off('exit', onExit);
-      resolve(false);
-    }, ms);
-    const onExit = (): void => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    child.once('exit', onExit);
-  });
-}
-
 /** Starts `entry` as a child with an IPC channel and waits for its hello. */
 export async function startWorker(name: string, entry: URL, args: string[] = [], nodeArgs: string[] = []): Promise<Worker> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', tsxLoader, fileURLToPath(entry), ...args], {
-    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-  });
-  live.add(child);
-  child.once('exit', () => live.delete(child));
+  const child = spawnTracked(entry, args, nodeArgs);
   const pid = child.pid;
-
-  const stop = async (): Promise<void> => {
-    if (pid === undefined || exited(child)) return;
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      return;
-    }
-    if (!(await waitExit(child, 5_000))) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // exited meanwhile
-      }
-      await waitExit(child, 5_000);
-    }
-    live.delete(child);
-  };
+  const stop = (): Promise<void> => stopTracked(child);
 
   try {
     if (pid === undefined) throw new Error(`${name}: did not start`);
-    const openFilesLimit = await new Promise<number>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`${name}: no hello after 30 s`)), 30_000);
-      const onMessage = (m: WorkerReply): void => {
-        if (m.type !== 'hello') return;
-        cleanup();
-        resolve(m.openFilesLimit);
-      };
-      const onExit = (code: number | null): void => {
-        cleanup();
-        reject(new Error(`${name}: exited before hello (code ${code})`));
-      };
-      const cleanup = (): void => {
-        clearTimeout(timer);
-        child.off('message', onMessage);
-        child.off('exit', onExit);
-      };
-      child.on('message', onMessage);
-      child.once('exit', onExit);
+    const openFilesLimit = await awaitReply<WorkerReply, number>(child, {
+      timeoutMs: 30_000,
+      timeoutError: () => new Error(`${name}: no hello after 30 s`),
+      exitError: (code) => new Error(`${name}: exited before hello (code ${code})`),
+      judge: (m) => (m.type === 'hello' ? { value: m.openFilesLimit } : undefined),
     });
 
     let nextId = 0;
-    const call = <T>(cmd: string, callArgs: unknown = {}, timeoutMs = 60_000): Promise<T> =>
-      new Promise<T>((resolve, reject) => {
-        const id = nextId++;
-        const timer = setTimeout(() => {
-          cleanup();
-          reject(new Error(`${name}: no answer to ${cmd} within ${timeoutMs} ms`));
-        }, timeoutMs);
-        const onMessage = (m: WorkerReply): void => {
-          if (m.type !== 'result' || m.id !== id) return;
-          cleanup();
-          if (m.ok) resolve(m.result as T);
-          else reject(new Error(`${name} ${cmd}: ${m.error}`));
-        };
-        const onExit = (code: number | null, signal: NodeJS.Signals | null): void => {
-          cleanup();
-          reject(new Error(`${name}: exited during ${cmd} (code ${code}, signal ${signal})`));
-        };
-        const cleanup = (): void => {
-          clearTimeout(timer);
-          child.off('message', onMessage);
-          child.off('exit', onExit);
-        };
-        child.on('message', onMessage);
-        child.once('exit', onExit);
-        child.send({ id, cmd, args: callArgs } satisfies WorkerCall);
+    const call = <T>(cmd: string, callArgs: unknown = {}, timeoutMs = 60_000): Promise<T> => {
+      const id = nextId++;
+      return awaitReply<WorkerReply, T>(child, {
+        request: { id, cmd, args: callArgs } satisfies WorkerCall,
+        timeoutMs,
+        timeoutError: () => new Error(`${name}: no answer to ${cmd} within ${timeoutMs} ms`),
+        exitError: (code, signal) => new Error(`${name}: exited during ${cmd} (code ${code}, signal ${signal})`),
+        judge: (m) => {
+          if (m.type !== 'result' || m.id !== id) return undefined;
+          return m.ok ? { value: m.result as T } : { error: new Error(`${name} ${cmd}: ${m.error}`) };
+        },
       });
+    };
 
     return { name, pid, openFilesLimit, call, cpuMicros: () => call<number>('cpu', {}, 5_000), stop };
   } catch (err) {
