@@ -1,6 +1,6 @@
 import { request as httpRequest } from 'node:http';
-import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { KeepAliveConnection } from './keep-alive-connection.js';
 import { percentile } from './stats.js';
 import { machineBusyMicros, otherPercent } from './sysload.js';
 import type { Measurement } from './types.js';
@@ -32,85 +32,6 @@ const cpuMicros = (): number => {
   return user + system;
 };
 
-const HEADER_END = Buffer.from('\r\n\r\n');
-
-/**
- * One keep-alive HTTP/1.1 connection on a raw socket, one request in flight at a time. It only
- * understands what the servers measured here send (Content-Length bodies, no chunking), which
- * keeps the generator's own cost per request several times below node:http's client: on two
- * cores the generator shares the machine with the server and must not be what is measured.
- */
-class Connection {
-  private readonly socket: Socket;
-  private pending: Buffer = Buffer.alloc(0);
-  private waiter: { resolve: (status: number) => void; reject: (err: Error) => void } | undefined;
-  private failure: Error | undefined;
-
-  private constructor(socket: Socket) {
-    this.socket = socket;
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('error', (err) => this.fail(err));
-    socket.on('close', () => this.fail(new Error('connection closed by server')));
-  }
-
-  static open(host: string, port: number): Promise<Connection> {
-    return new Promise((resolve, reject) => {
-      const socket = connect({ host, port });
-      socket.once('connect', () => {
-        socket.off('error', reject);
-        resolve(new Connection(socket));
-      });
-      socket.once('error', reject);
-    });
-  }
-
-  /** Sends one request and resolves with the status of its (fully read) answer. */
-  send(bytes: Buffer): Promise<number> {
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      this.waiter = { resolve, reject };
-      this.socket.write(bytes);
-    });
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-
-  private fail(err: Error): void {
-    this.failure ??= err;
-    const waiter = this.waiter;
-    this.waiter = undefined;
-    waiter?.reject(err);
-  }
-
-  private onData(chunk: Buffer): void {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const headerEnd = this.pending.indexOf(HEADER_END);
-    if (headerEnd < 0) return;
-    const head = this.pending.toString('latin1', 0, headerEnd);
-    const status = Number(head.slice(9, 12));
-    const match = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-    if (!match) {
-      this.fail(new Error(`answer without Content-Length (status ${status}); this generator does not read chunked bodies`));
-      this.socket.destroy();
-      return;
-    }
-    const total = headerEnd + HEADER_END.length + Number(match[1]);
-    if (this.pending.length < total) return;
-    if (this.pending.length > total) {
-      this.fail(new Error('more bytes than one answer: the server sent something unasked'));
-      this.socket.destroy();
-      return;
-    }
-    this.pending = Buffer.alloc(0);
-    const waiter = this.waiter;
-    this.waiter = undefined;
-    waiter?.resolve(status);
-  }
-}
-
 /**
  * A small closed-loop HTTP load generator: `connections` keep-alive connections, each sending its
  * next request when the previous answer is fully read. Requests completed inside the measured
@@ -130,7 +51,7 @@ export async function runLoad(o: LoadOptions): Promise<Measurement> {
   // Requests whose path never changes are built once.
   const constantPath = o.path(0) === o.path(1) ? requestBytes(o.path(0)) : undefined;
 
-  const connections = await Promise.all(Array.from({ length: o.connections }, () => Connection.open(o.host, o.port)));
+  const connections = await Promise.all(Array.from({ length: o.connections }, () => KeepAliveConnection.open(o.port)));
 
   const t0 = performance.now();
   const windowStart = t0 + o.warmupMs;
@@ -164,14 +85,14 @@ export async function runLoad(o: LoadOptions): Promise<Measurement> {
   const startTimer = setTimeout(sampleStart, o.warmupMs);
   const endTimer = setTimeout(sampleEnd, o.warmupMs + o.durationMs);
 
-  const lane = async (connection: Connection): Promise<void> => {
+  const lane = async (connection: KeepAliveConnection): Promise<void> => {
     while (issued < maxRequests && performance.now() < windowEnd) {
       const i = issued++;
       const bytes = constantPath ?? requestBytes(o.path(i));
       const sent = performance.now();
       let status: number;
       try {
-        status = await connection.send(bytes);
+        status = (await connection.send(bytes)).status;
       } catch (err) {
         // A broken connection ends this lane; the run goes on with the others.
         errors++;

@@ -2,77 +2,14 @@
  * A closed-loop HTTP load generator over several servers at once (bench/cluster.ts: QR requests spread
  * over the nodes of a cluster, as a round-robin load balancer would): keep-alive connections to each
  * target, each sending its next request when the previous answer is fully read, every request built by
- * the caller (its own body and cookie). Like bench/lib/load.ts it reads only Content-Length answers, on
- * raw sockets, to stay cheap next to the servers on 2 cores. Loopback only.
+ * the caller (its own body and cookie). Like bench/lib/load.ts it uses raw-socket connections that read
+ * only Content-Length answers (bench/lib/keep-alive-connection.ts), to stay cheap next to the servers on
+ * 2 cores. Loopback only.
  */
-import { connect, type Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import type { HttpAnswer } from './http-answer-reader.js';
+import { KeepAliveConnection } from './keep-alive-connection.js';
 import { percentile } from './stats.js';
-
-const HEADER_END = Buffer.from('\r\n\r\n');
-
-class Connection {
-  private pending: Buffer = Buffer.alloc(0);
-  private waiter: { resolve: (a: { status: number; body: Buffer }) => void; reject: (err: Error) => void } | undefined;
-  private failure: Error | undefined;
-
-  private constructor(private readonly socket: Socket) {
-    socket.setNoDelay(true);
-    socket.on('data', (chunk: Buffer) => this.onData(chunk));
-    socket.on('error', (err) => this.fail(err));
-    socket.on('close', () => this.fail(new Error('connection closed by server')));
-  }
-
-  static open(port: number): Promise<Connection> {
-    return new Promise((resolve, reject) => {
-      const socket = connect({ host: '127.0.0.1', port });
-      socket.once('connect', () => {
-        socket.off('error', reject);
-        resolve(new Connection(socket));
-      });
-      socket.once('error', reject);
-    });
-  }
-
-  send(bytes: Buffer): Promise<{ status: number; body: Buffer }> {
-    if (this.failure) return Promise.reject(this.failure);
-    return new Promise((resolve, reject) => {
-      this.waiter = { resolve, reject };
-      this.socket.write(bytes);
-    });
-  }
-
-  close(): void {
-    this.socket.destroy();
-  }
-
-  private fail(err: Error): void {
-    this.failure ??= err;
-    const waiter = this.waiter;
-    this.waiter = undefined;
-    waiter?.reject(err);
-  }
-
-  private onData(chunk: Buffer): void {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const headerEnd = this.pending.indexOf(HEADER_END);
-    if (headerEnd < 0) return;
-    const head = this.pending.toString('latin1', 0, headerEnd);
-    const match = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-    if (!match) {
-      this.fail(new Error('answer without Content-Length'));
-      this.socket.destroy();
-      return;
-    }
-    const total = headerEnd + HEADER_END.length + Number(match[1]);
-    if (this.pending.length < total) return;
-    const body = this.pending.subarray(headerEnd + HEADER_END.length, total);
-    this.pending = Buffer.alloc(0);
-    const waiter = this.waiter;
-    this.waiter = undefined;
-    waiter?.resolve({ status: Number(head.slice(9, 12)), body });
-  }
-}
 
 export interface MultiLoadOptions {
   /** Servers and how many keep-alive connections each gets. */
@@ -102,8 +39,8 @@ export interface MultiLoadResult {
 
 /** Runs a warm-up, then the measured window, on the same connections. */
 export async function runMultiLoad(o: MultiLoadOptions): Promise<MultiLoadResult> {
-  const lanes: { port: number; connection: Connection }[] = [];
-  for (const t of o.targets) for (let k = 0; k < t.connections; k++) lanes.push({ port: t.port, connection: await Connection.open(t.port) });
+  const lanes: { port: number; connection: KeepAliveConnection }[] = [];
+  for (const t of o.targets) for (let k = 0; k < t.connections; k++) lanes.push({ port: t.port, connection: await KeepAliveConnection.open(t.port) });
   let issued = 0;
   let errors = 0;
   let firstError: string | undefined;
@@ -112,11 +49,11 @@ export async function runMultiLoad(o: MultiLoadOptions): Promise<MultiLoadResult
     const latencies: number[] = [];
     const perTarget = new Map<number, number>();
     let count = 0;
-    const run = async ({ port, connection }: { port: number; connection: Connection }): Promise<void> => {
+    const run = async ({ port, connection }: { port: number; connection: KeepAliveConnection }): Promise<void> => {
       while (performance.now() < end) {
         const i = issued++;
         const sent = performance.now();
-        let answer: { status: number; body: Buffer };
+        let answer: HttpAnswer;
         try {
           answer = await connection.send(o.request(i, port));
         } catch (err) {

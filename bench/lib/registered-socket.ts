@@ -1,6 +1,7 @@
 /**
  * A page's event WebSocket as the event script opens it, for the load generators that hold many pages
- * (bench/servers/waiting/tabs.ts, bench/servers/cluster-clients.ts): the handshake on /ClientEventsWS with
+ * (bench/servers/waiting/tabs.ts, bench/servers/cluster-clients.ts) and the tabs of the XMPP throughput
+ * rounds (bench/lib/xmpp-throughput-rounds.ts): the handshake on /ClientEventsWS with
  * subprotocol `ls` and the page's Origin, the session cookie taken from the 101 (one session per page),
  * `Register`, and the server's `CheckServerInstance` back.
  */

@@ -12,6 +12,7 @@ import type { ProsodyServer } from '../../test/helpers/prosody.js';
 import type { TestXmppClient } from '../../test/helpers/xmpp-client.js';
 import { CpuWindow, expect, ownCpu, waitUntil, type CpuProbe } from './channel-common.js';
 import { freePort, startChild, type ChildServer } from './child.js';
+import { openRegistered } from './registered-socket.js';
 import { Counter, pump } from './xmpp-pump.js';
 import { N, N_TABS, ROUND_TIMEOUT_MS, WARMUP, type Round } from './xmpp-throughput-settings.js';
 
@@ -104,44 +105,20 @@ export class ThroughputRounds {
     const tabs: Array<{ tabId: string; cookie: string }> = [];
     this.handlersRegistered = 0; // per round: each round is a new tabwire process
     for (let t = 0; t < N_TABS; t++) {
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/ClientEventsWS`, 'ls');
+      const tabId = randomUUID();
+      // Resolves once the server answered the Register (its CheckServerInstance, which is not counted
+      // below), so the tab is registered before its handler is.
+      const { ws, cookie } = await openRegistered({ port, origin: base, tabId });
       sockets.push(ws);
-      let cookie = '';
-      ws.on('upgrade', (response) => {
-        const setCookie = response.headers['set-cookie']?.[0];
-        if (setCookie) cookie = setCookie.split(';')[0]!;
-      });
-      await new Promise<void>((resolve, reject) => {
-        ws.once('open', () => resolve());
-        ws.once('error', reject);
-      });
-      expect(cookie.startsWith('tabwire_sid='), `tab ${t}: no tabwire_sid cookie in the 101 response (${cookie})`);
       perTab.push(0);
       ws.on('message', () => {
         perTab[t]!++;
         counter.add(1);
       });
-      const tabId = randomUUID();
-      ws.send(JSON.stringify({ cmd: 'Register', tabId, location: 'http://127.0.0.1/bench' }));
       tabs.push({ tabId, cookie });
     }
     for (const { tabId, cookie } of tabs) {
-      // The tab's Register may still be in flight: retry briefly on tab_not_registered.
-      let ok = false;
-      for (let attempt = 0; attempt < 50 && !ok; attempt++) {
-        const r = await fetch(`${base}/Agent/Xmpp/RegisterEventHandler`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json', authorization: `Bearer ${jwt}`, cookie },
-          body: JSON.stringify({ tabId, type: 'chat', function: 'OnChat' }),
-        });
-        const text = await r.text();
-        ok = r.status === 200;
-        if (!ok) {
-          expect(text.includes('tab_not_registered'), `RegisterEventHandler answered ${r.status}: ${text.slice(0, 300)}`);
-          await sleep(20);
-        }
-      }
-      expect(ok, `tab ${tabId} never became registered`);
+      await call('/Agent/Xmpp/RegisterEventHandler', { tabId, type: 'chat', function: 'OnChat' }, { authorization: `Bearer ${jwt}`, cookie });
       this.handlersRegistered++;
     }
     this.rounds.push(await this.measure('tabwire', counter, child));

@@ -10,10 +10,13 @@
  *   stats   {open, opened, failed, unexpectedCloses, received}
  *   close-all
  */
-import { percentile } from '../lib/stats.js';
+import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
 import { tabIdOf } from '../lib/channel-ids.js';
 import { serveWorker } from '../lib/channel-worker.js';
+import { EventLatencies, latencyCommands } from './event-latencies.js';
+import { lanes } from './lanes.js';
+import { retireWarmupTabs } from './warmup-tabs.js';
 
 const sockets: WebSocket[] = [];
 let failed = 0;
@@ -21,8 +24,7 @@ let firstError: string | undefined;
 let unexpectedCloses = 0;
 let closing = false;
 const received = new Map<string, number>();
-let latencies: number[] = [];
-let outOfOrder = 0;
+const latencies = new EventLatencies();
 
 const assertLoopback = (url: string): void => {
   if (new URL(url).hostname !== '127.0.0.1') throw new Error('loopback only');
@@ -32,12 +34,7 @@ function onMessage(data: WebSocket.RawData): void {
   const at = process.hrtime.bigint();
   const frame = JSON.parse(data.toString()) as { type: string; data: unknown; id: number };
   received.set(frame.type, (received.get(frame.type) ?? 0) + 1);
-  if (frame.type === 'BenchLatency') {
-    const { t } = frame.data as { t: string };
-    const ms = Number(at - BigInt(t)) / 1e6;
-    if (ms < 0) outOfOrder++;
-    latencies.push(ms);
-  }
+  if (frame.type === 'BenchLatency') latencies.record((frame.data as { t: string }).t, at);
 }
 
 function openOne(url: string, tabId: string, keep: boolean): Promise<WebSocket | undefined> {
@@ -69,66 +66,28 @@ serveWorker(
     async open(a: { url: string; prefix: string; from: number; to: number; concurrency: number }) {
       assertLoopback(a.url);
       const started = performance.now();
-      let next = a.from;
       let opened = 0;
-      const lane = async (): Promise<void> => {
-        while (next < a.to) {
-          const i = next++;
-          const ws = await openOne(a.url, tabIdOf(a.prefix, i), true);
-          if (ws) {
-            sockets.push(ws);
-            opened++;
-          }
+      await lanes(a.from, a.to, a.concurrency, async (i) => {
+        const ws = await openOne(a.url, tabIdOf(a.prefix, i), true);
+        if (ws) {
+          sockets.push(ws);
+          opened++;
         }
-      };
-      await Promise.all(Array.from({ length: Math.max(1, a.concurrency) }, lane));
+      });
       return { opened, failed, firstError, ms: performance.now() - started, total: sockets.length };
     },
     async warmup(a: { url: string; prefix: string; count: number }) {
       assertLoopback(a.url);
       const opened: WebSocket[] = [];
-      let next = 0;
-      const lane = async (): Promise<void> => {
-        while (next < a.count) {
-          const ws = await openOne(a.url, tabIdOf(a.prefix, next++), false);
-          if (ws) opened.push(ws);
-        }
-      };
-      await Promise.all(Array.from({ length: Math.min(100, a.count) }, lane));
-      await new Promise((r) => setTimeout(r, 200));
-      for (const ws of opened) ws.send(JSON.stringify({ cmd: 'Unregister' }));
-      await new Promise((r) => setTimeout(r, 200));
-      await Promise.all(
-        opened.map(
-          (ws) =>
-            new Promise<void>((resolve) => {
-              ws.once('close', () => resolve());
-              ws.close(1000, 'warmup done');
-            }),
-        ),
-      );
+      await lanes(0, a.count, 100, async (n) => {
+        const ws = await openOne(a.url, tabIdOf(a.prefix, n), false);
+        if (ws) opened.push(ws);
+      });
+      await sleep(200);
+      await retireWarmupTabs(opened, 200);
       return { warmed: opened.length };
     },
-    'latency-reset'() {
-      latencies = [];
-      outOfOrder = 0;
-      return true;
-    },
-    'latency-count'() {
-      return latencies.length;
-    },
-    'latency-result'() {
-      const sum = latencies.reduce((s, v) => s + v, 0);
-      return {
-        count: latencies.length,
-        p50: percentile(latencies, 50),
-        p90: percentile(latencies, 90),
-        p99: percentile(latencies, 99),
-        max: percentile(latencies, 100),
-        mean: latencies.length > 0 ? sum / latencies.length : Number.NaN,
-        negative: outOfOrder,
-      };
-    },
+    ...latencyCommands(latencies),
     stats() {
       return {
         open: sockets.filter((ws) => ws.readyState === WebSocket.OPEN).length,

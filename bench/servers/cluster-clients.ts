@@ -22,7 +22,10 @@ import WebSocket from 'ws';
 import { tabIdOf } from '../lib/channel-ids.js';
 import { serveWorker } from '../lib/channel-worker.js';
 import { openRegistered } from '../lib/registered-socket.js';
-import { percentile } from '../lib/stats.js';
+import { EventLatencies, latencyCommands } from './event-latencies.js';
+import { lanes } from './lanes.js';
+import { startPings, stopPings } from './tab-pings.js';
+import { retireWarmupTabs } from './warmup-tabs.js';
 
 interface Setup {
   port: number;
@@ -46,10 +49,8 @@ let stopping = false;
 /** Tabs closed on purpose (`close`): their close events are expected. */
 const leaving = new Set<WebSocket>();
 const received = new Map<string, number>();
-let latencies: number[] = [];
-/** The send time (CLOCK_MONOTONIC ns, as text) of each latency sample. */
-let sentAt: string[] = [];
-let negative = 0;
+/** With each sample's send time, for `latency-samples`. */
+const latencies = new EventLatencies(true);
 let arrivals: [string, string][] = [];
 
 const assertSetup = (): Setup => {
@@ -62,11 +63,7 @@ function onFrame(tabId: string, raw: WebSocket.RawData): void {
   const frame = JSON.parse(raw.toString()) as { type: string; data: unknown };
   received.set(frame.type, (received.get(frame.type) ?? 0) + 1);
   if (frame.type === 'BenchLatency') {
-    const t = (frame.data as { t: string }).t;
-    const ms = Number(at - BigInt(t)) / 1e6;
-    if (ms < 0) negative++;
-    latencies.push(ms);
-    sentAt.push(t);
+    latencies.record((frame.data as { t: string }).t, at);
   } else if (frame.type === 'SignatureReceived') {
     arrivals.push([tabId, at.toString()]);
   }
@@ -83,25 +80,6 @@ async function openTab(s: Setup, n: number, keep: boolean): Promise<Tab> {
     });
   }
   return { ws, cookie, ping: undefined };
-}
-
-function startPings(tab: Tab, pingMs: number): void {
-  const ping = (): void => {
-    if (tab.ws.readyState === WebSocket.OPEN) tab.ws.send('{"cmd":"Ping"}');
-  };
-  // The event script pings from its own start: phases spread over the interval.
-  tab.ping = setTimeout(() => {
-    ping();
-    tab.ping = setInterval(ping, pingMs);
-  }, Math.random() * pingMs);
-}
-
-async function lanes(from: number, to: number, concurrency: number, each: (n: number) => Promise<void>): Promise<void> {
-  let next = from;
-  const lane = async (): Promise<void> => {
-    while (next < to) await each(next++);
-  };
-  await Promise.all(Array.from({ length: Math.max(1, concurrency) }, lane));
 }
 
 serveWorker(
@@ -122,17 +100,7 @@ serveWorker(
           // counted by the caller's checks (the server must count none of them afterwards)
         }
       });
-      for (const ws of opened) ws.send('{"cmd":"Unregister"}');
-      await new Promise((r) => setTimeout(r, 300));
-      await Promise.all(
-        opened.map(
-          (ws) =>
-            new Promise<void>((resolve) => {
-              ws.once('close', () => resolve());
-              ws.close(1000, 'warmup done');
-            }),
-        ),
-      );
+      await retireWarmupTabs(opened, 300);
       return { warmed: opened.length };
     },
     async open(a: { from: number; to: number; concurrency: number }) {
@@ -158,8 +126,7 @@ serveWorker(
         const tab = tabs.get(n);
         if (!tab) continue;
         tabs.delete(n);
-        clearTimeout(tab.ping);
-        clearInterval(tab.ping);
+        stopPings(tab);
         leaving.add(tab.ws);
         closing.push(new Promise<void>((resolve) => tab.ws.once('close', () => resolve())));
         tab.ws.close(1000, 'page left');
@@ -176,29 +143,9 @@ serveWorker(
       }
       return out;
     },
-    'latency-reset'() {
-      latencies = [];
-      sentAt = [];
-      negative = 0;
-      return true;
-    },
-    'latency-count'() {
-      return latencies.length;
-    },
-    'latency-result'() {
-      const sum = latencies.reduce((t, v) => t + v, 0);
-      return {
-        count: latencies.length,
-        p50: percentile(latencies, 50),
-        p90: percentile(latencies, 90),
-        p99: percentile(latencies, 99),
-        max: percentile(latencies, 100),
-        mean: latencies.length > 0 ? sum / latencies.length : Number.NaN,
-        negative,
-      };
-    },
+    ...latencyCommands(latencies),
     'latency-samples'() {
-      return latencies.map((ms, k) => [sentAt[k]!, ms] as const);
+      return latencies.samples();
     },
     'arrivals-reset'() {
       arrivals = [];
@@ -216,8 +163,7 @@ serveWorker(
   () => {
     stopping = true;
     for (const tab of tabs.values()) {
-      clearTimeout(tab.ping);
-      clearInterval(tab.ping);
+      stopPings(tab);
       tab.ws.terminate();
     }
   },

@@ -34,12 +34,14 @@
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { serveWorker } from '../lib/channel-worker.js';
+import { lanes } from './lanes.js';
+import { startPings } from './tab-pings.js';
 import { churning, setChurn } from './waiting/churn.js';
 import { Pool } from './waiting/http-pool.js';
 import { readWindow, startWindow, type WindowReading } from './waiting/readings.js';
 import { refresh } from './waiting/refresh.js';
 import { assertSetup, state, type Setup } from './waiting/state.js';
-import { closeLeftTab, openTab, startPings, stopTab, type Tab } from './waiting/tabs.js';
+import { closeLeftTab, openTab, stopTab, type Tab } from './waiting/tabs.js';
 
 serveWorker(
   {
@@ -53,24 +55,19 @@ serveWorker(
     async open(a: { from: number; to: number; concurrency: number }) {
       const s = assertSetup();
       const started = performance.now();
-      let next = a.from;
       let failed = 0;
       let openError: string | undefined;
       const opened: Tab[] = [];
-      const lane = async (): Promise<void> => {
-        while (next < a.to) {
-          const n = next++;
-          try {
-            const tab = await openTab(s, n);
-            opened.push(tab);
-            startPings(tab, s);
-          } catch (err) {
-            failed++;
-            openError ??= (err as Error).message;
-          }
+      await lanes(a.from, a.to, a.concurrency, async (n) => {
+        try {
+          const tab = await openTab(s, n);
+          opened.push(tab);
+          startPings(tab, s.pingMs);
+        } catch (err) {
+          failed++;
+          openError ??= (err as Error).message;
         }
-      };
-      await Promise.all(Array.from({ length: Math.max(1, a.concurrency) }, lane));
+      });
       for (const tab of opened) tab.slot = state.tabs.push(tab) - 1;
       return { opened: opened.length, failed, firstError: openError, ms: performance.now() - started, tabs: state.tabs.length };
     },

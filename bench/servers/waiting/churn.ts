@@ -4,10 +4,11 @@
  * Register, a QR request as the page loads).
  */
 import { performance } from 'node:perf_hooks';
+import { startPings } from '../tab-pings.js';
 import { noteError, recordArrived, recordLeft } from './readings.js';
 import { refresh } from './refresh.js';
 import { assertSetup, state } from './state.js';
-import { closeLeftTab, openTab, startPings, stopTab, type Tab } from './tabs.js';
+import { closeLeftTab, openTab, stopTab, type Tab } from './tabs.js';
 
 // The mean stay (0: no churn), and the numbers new pages' tab ids start from.
 let churnMeanMs = 0;
@@ -48,7 +49,7 @@ function leaveAndReplace(tab: Tab): void {
       recordArrived(performance.now() - started);
       fresh.slot = tab.slot;
       tabs[tab.slot] = fresh;
-      startPings(fresh, s);
+      startPings(fresh, s.pingMs);
       fresh.running = true;
       refresh(fresh);
       scheduleLeave(fresh);

@@ -5,8 +5,7 @@
  * connections. Each request brings its own bytes, its tab's cookie included.
  */
 import { connect, type Socket } from 'node:net';
-
-const HEADER_END = Buffer.from('\r\n\r\n');
+import { AnswerReader, type HttpAnswer } from '../../lib/http-answer-reader.js';
 
 /** Receives an answer: its status, its head (status line and headers) and its body. */
 export type Answer = (status: number, head: string, body: Buffer) => void;
@@ -24,7 +23,7 @@ export interface Job {
  */
 class PooledConnection {
   private readonly socket: Socket;
-  private pending: Buffer = Buffer.alloc(0);
+  private readonly reader = new AnswerReader();
   private job: Job | undefined;
   private dead = false;
 
@@ -59,22 +58,18 @@ class PooledConnection {
   }
 
   private onData(chunk: Buffer): void {
-    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk]);
-    const headerEnd = this.pending.indexOf(HEADER_END);
-    if (headerEnd < 0) return;
-    const head = this.pending.toString('latin1', 0, headerEnd);
-    const match = /\r\ncontent-length:\s*(\d+)/i.exec(head);
-    if (!match) return this.broken('an answer without Content-Length');
-    const end = headerEnd + HEADER_END.length + Number(match[1]);
-    if (this.pending.length < end) return;
-    if (this.pending.length > end) return this.broken('bytes beyond one answer');
-    const body = this.pending.subarray(headerEnd + HEADER_END.length);
-    this.pending = Buffer.alloc(0);
+    let answer: HttpAnswer | undefined;
+    try {
+      answer = this.reader.read(chunk);
+    } catch (err) {
+      return this.broken((err as Error).message);
+    }
+    if (!answer) return;
     const job = this.job;
     this.job = undefined;
     this.pool.release(this);
     this.pool.answers++;
-    job?.answer(Number(head.slice(9, 12)), head, body);
+    job?.answer(answer.status, answer.head, answer.body);
   }
 
   private broken(why: string): void {

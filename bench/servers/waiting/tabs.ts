@@ -1,11 +1,12 @@
 /**
  * A waiting page's tab, as the event script runs it: a WebSocket to /ClientEventsWS (subprotocol `ls`,
- * the page's Origin, the session cookie from the 101), Register, a Ping every `pingMs`, and on leaving
- * Unregister and close 1000.
+ * the page's Origin, the session cookie from the 101), Register, a Ping every `pingMs` (../tab-pings.ts),
+ * and on leaving Unregister and close 1000.
  */
 import WebSocket from 'ws';
 import { tabIdOf } from '../../lib/channel-ids.js';
 import { openRegistered } from '../../lib/registered-socket.js';
+import { stopPings } from '../tab-pings.js';
 import { qrRequest, USER_AGENT } from './requests.js';
 import { state, type Setup } from './state.js';
 
@@ -42,25 +43,12 @@ export async function openTab(s: Setup, n: number): Promise<Tab> {
   return tab;
 }
 
-/** Starts a tab's Pings: the first at a random moment of the interval, then every `pingMs`. */
-export function startPings(tab: Tab, s: Setup): void {
-  const ping = (): void => {
-    if (tab.ws.readyState === WebSocket.OPEN) tab.ws.send('{"cmd":"Ping"}');
-  };
-  // The event script pings every 10 s from its own start: phases spread over the interval.
-  tab.ping = setTimeout(() => {
-    ping();
-    tab.ping = setInterval(ping, s.pingMs);
-  }, Math.random() * s.pingMs);
-}
-
 /** Stops a tab's timers (refresh, ping, leave) and marks it leaving, so its close is not counted as the server's. */
 export function stopTab(tab: Tab): void {
   tab.running = false;
   tab.leaving = true;
   clearTimeout(tab.refresh);
-  clearTimeout(tab.ping);
-  clearInterval(tab.ping);
+  stopPings(tab);
   clearTimeout(tab.leave);
 }
 
