@@ -1,29 +1,18 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, Page } from 'playwright-core';
-import { launchChromium } from '../helpers/browser.js';
+import { describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { useServiceAndChromium } from '../helpers/browser.js';
 import { post } from '../helpers/http.js';
-import { startService, type TestService } from '../helpers/service.js';
 
 // The approval page (public/sign.html, sign.js) in real headless Chromium on scan-limited codes
 // (docs/relay.md): it binds the code by its fetch, keeps working on reload, says clearly when the code is
 // too old or taken by another device, and shows who asks first and large.
-let service: TestService;
-let browser: Browser;
-
-beforeAll(async () => {
-  service = await startService({ codeScanSeconds: 3 });
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.close();
-});
+const rig = useServiceAndChromium({ codeScanSeconds: 3 });
 
 /** A new code asked for by a page on the service's own origin (no tab); its signUrl on the loopback address. */
 async function signUrl(): Promise<string> {
-  const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'Log in to the shop', serviceId: '', tab: '' }, { origin: new URL(service.publicBaseUrl).origin });
+  const qr = await post(rig.service, '/QuickLogin', { mode: 'text', purpose: 'Log in to the shop', serviceId: '', tab: '' }, { origin: new URL(rig.service.publicBaseUrl).origin });
   expect(qr.status).toBe(200);
-  return service.baseUrl + new URL(qr.body.signUrl as string).pathname;
+  return rig.service.baseUrl + new URL(qr.body.signUrl as string).pathname;
 }
 
 const outcome = (page: Page) => page.textContent('#outcome');
@@ -40,7 +29,7 @@ async function openApproval(url: string, page: Page): Promise<void> {
 describe('the approval page on scan-limited codes', () => {
   it('binds the code, survives a reload, tells a second device the request is taken, and approves with the token', async () => {
     const url = await signUrl();
-    const first = await browser.newContext();
+    const first = await rig.browser.newContext();
     const page = await first.newPage();
     await openApproval(url, page);
     expect(await page.isEnabled('#approve')).toBe(true);
@@ -48,7 +37,7 @@ describe('the approval page on scan-limited codes', () => {
     await openApproval(url, page);
     expect(await page.isEnabled('#approve')).toBe(true);
 
-    const second = await browser.newContext();
+    const second = await rig.browser.newContext();
     const other = await second.newPage();
     await openApproval(url, other);
     expect(await other.isEnabled('#approve')).toBe(false);
@@ -62,8 +51,8 @@ describe('the approval page on scan-limited codes', () => {
 
   it('says the QR code is too old when it is first opened after the limit', async () => {
     const url = await signUrl();
-    service.clock.advance(4000);
-    const context = await browser.newContext();
+    rig.service.clock.advance(4000);
+    const context = await rig.browser.newContext();
     const page = await context.newPage();
     await openApproval(url, page);
     expect(await page.isEnabled('#approve')).toBe(false);
@@ -72,10 +61,10 @@ describe('the approval page on scan-limited codes', () => {
   });
 
   it('shows the requesting origin first and large: before the purpose, at least half again the size of the text', async () => {
-    const context = await browser.newContext({ viewport: { width: 390, height: 844 } });
+    const context = await rig.browser.newContext({ viewport: { width: 390, height: 844 } });
     const page = await context.newPage();
     await openApproval(await signUrl(), page);
-    const origin = new URL(service.publicBaseUrl);
+    const origin = new URL(rig.service.publicBaseUrl);
     expect(await page.textContent('#requester')).toBe(origin.host);
     expect(await page.textContent('#origin')).toBe(origin.origin);
     const layout = await page.evaluate(() => {

@@ -1,27 +1,17 @@
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { HOST_A, HOST_B, launchChromium, selfSignedCertificate } from '../helpers/browser.js';
+import type { BrowserContext, Page } from 'playwright-core';
+import { HOST_A, HOST_B, selfSignedCertificate, useServiceAndChromium } from '../helpers/browser.js';
 import { deliverToTab } from '../helpers/http.js';
 import { freePort, startService, type TestService } from '../helpers/service.js';
 
 // Real headless Chromium (Debian's) against a real tabwire on loopback.
-let service: TestService;
-let browser: Browser;
-
-beforeAll(async () => {
-  service = await startService();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.close();
-});
+const rig = useServiceAndChromium();
 
 async function openDemo(context: BrowserContext): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(`${service.baseUrl}/`);
+  await page.goto(`${rig.service.baseUrl}/`);
   await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).src.includes('/QuickLogin/Qr/'));
   return page;
 }
@@ -32,7 +22,7 @@ const transportOf = (page: Page) => page.evaluate(() => (window as any).Events.s
 describe('the demo page in Chromium', () => {
   // The screenshot goes to the git-ignored tmp/ (the docs image is made on purpose by `npm run docs:screenshot`).
   it('shows the signed identity after same-device approval over WebSocket (screenshot in tmp/screenshots/demo.png)', async () => {
-    const context = await browser.newContext({ viewport: { width: 900, height: 760 } });
+    const context = await rig.browser.newContext({ viewport: { width: 900, height: 760 } });
     const page = await openDemo(context);
     expect(await transportOf(page)).toBe('websocket');
     const [approval] = await Promise.all([context.waitForEvent('page'), page.click('#same-device')]);
@@ -50,7 +40,7 @@ describe('the demo page in Chromium', () => {
   });
 
   it('works with WebSocket unavailable, over long-poll', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     await context.addInitScript(() => Object.defineProperty(window, 'WebSocket', { value: undefined }));
     const page = await openDemo(context);
     expect(await transportOf(page)).toBe('longpoll');
@@ -63,19 +53,19 @@ describe('the demo page in Chromium', () => {
   });
 
   it('delivers an event sent while the connection is cut exactly once after it reconnects', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await openDemo(context);
     await page.evaluate(() => {
       (window as any).probes = [];
       (window as any).Events.on('Probe', (data: unknown) => (window as any).probes.push(data));
     });
     const tabId = await tabIdOf(page);
-    for (const socket of service.app.websocketServer.clients) socket.terminate();
-    await deliverToTab(service, tabId, { type: 'Probe', data: 'while-cut' });
+    for (const socket of rig.service.app.websocketServer.clients) socket.terminate();
+    await deliverToTab(rig.service, tabId, { type: 'Probe', data: 'while-cut' });
     await page.waitForFunction(() => (window as any).probes.length >= 1, undefined, { timeout: 15_000 });
-    await deliverToTab(service, tabId, { type: 'Probe', data: 'after' });
+    await deliverToTab(rig.service, tabId, { type: 'Probe', data: 'after' });
     // A marker last: the tab's events arrive in order, so once it is in, a duplicate of either would be too.
-    await deliverToTab(service, tabId, { type: 'Probe', data: 'marker' });
+    await deliverToTab(rig.service, tabId, { type: 'Probe', data: 'marker' });
     await page.waitForFunction(() => (window as any).probes.includes('marker'));
     expect(await page.evaluate(() => (window as any).probes)).toEqual(['while-cut', 'after', 'marker']);
     expect(await page.evaluate(() => (window as any).Events.stats.reconnects)).toBeGreaterThanOrEqual(1);
@@ -83,7 +73,7 @@ describe('the demo page in Chromium', () => {
   });
 
   it('never executes an event type that is JavaScript', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await openDemo(context);
     const dialogs: string[] = [];
     page.on('dialog', (d) => {
@@ -96,9 +86,9 @@ describe('the demo page in Chromium', () => {
     });
     const tabId = await tabIdOf(page);
     for (const type of ['window.pwned=true', 'alert(1)', 'constructor', '__proto__', 'toString', 'NOP;window.pwned=true']) {
-      await deliverToTab(service, tabId, { type, data: 'x' });
+      await deliverToTab(rig.service, tabId, { type, data: 'x' });
     }
-    await deliverToTab(service, tabId, { type: 'Sentinel', data: 'done' });
+    await deliverToTab(rig.service, tabId, { type: 'Sentinel', data: 'done' });
     await page.waitForFunction(() => (window as any).sentinel.length === 1);
     expect(await page.evaluate(() => (window as any).pwned)).toBeUndefined();
     expect(dialogs).toEqual([]);
@@ -106,7 +96,7 @@ describe('the demo page in Chromium', () => {
   });
 
   it('keeps its tab ID across a reload', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await openDemo(context);
     const before = await tabIdOf(page);
     await page.reload();
@@ -118,11 +108,11 @@ describe('the demo page in Chromium', () => {
 
 describe('a page written for the reference clients', () => {
   it('gets SignatureReceived through its global function, with a QR request sent as the reference script sends it', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     // The page is served at the service's own origin (as the reference deployments do) by the test.
-    await context.grantPermissions(['local-network-access'], { origin: service.baseUrl }).catch(() => undefined);
+    await context.grantPermissions(['local-network-access'], { origin: rig.service.baseUrl }).catch(() => undefined);
     const page = await context.newPage();
-    await page.route(`${service.baseUrl}/reference-page.html`, (route) =>
+    await page.route(`${rig.service.baseUrl}/reference-page.html`, (route) =>
       route.fulfill({
         contentType: 'text/html',
         body: `<!doctype html><html><head><script src="/Events.js"></script><script>
@@ -136,7 +126,7 @@ describe('a page written for the reference clients', () => {
         </script></head><body></body></html>`,
       }),
     );
-    await page.goto(`${service.baseUrl}/reference-page.html`);
+    await page.goto(`${rig.service.baseUrl}/reference-page.html`);
     await page.waitForFunction(() => (window as any).signUrl !== undefined, undefined, { timeout: 15_000 });
     const signUrl = await page.evaluate(() => (window as any).signUrl as string);
     const approved = await fetch(`${signUrl}/Dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"decision":"approve"}' });
@@ -196,7 +186,7 @@ describe('page on host A, tabwire on host B, over HTTPS', () => {
   });
 
   it('registers over wss, gets a QR code with the cross-site cookie, and receives the result', async () => {
-    const context = await browser.newContext({ ignoreHTTPSErrors: true });
+    const context = await rig.browser.newContext({ ignoreHTTPSErrors: true });
     const page = await context.newPage();
     await page.goto(`${pageOrigin}/`);
     await page.waitForFunction(() => (window as any).qr !== undefined, undefined, { timeout: 15_000 });

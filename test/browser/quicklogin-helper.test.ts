@@ -1,22 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { launchChromium } from '../helpers/browser.js';
+import { describe, expect, it } from 'vitest';
+import type { BrowserContext, Page } from 'playwright-core';
+import { useServiceAndChromium } from '../helpers/browser.js';
 import { deliverToTab } from '../helpers/http.js';
-import { startService, type TestService } from '../helpers/service.js';
 
 // The QuickLogin helper (`Events.quickLogin`, docs/sdk.md) and the demo page that uses it, in real
 // headless Chromium (Debian's) against a real tabwire on loopback. Needs dist/public/Events.js (`npm run build`).
-let service: TestService;
-let browser: Browser;
-
-beforeAll(async () => {
-  service = await startService();
-  browser = await launchChromium();
-});
-afterAll(async () => {
-  await browser?.close();
-  await service?.close();
-});
+const rig = useServiceAndChromium();
 
 const decide = (signUrl: string, decision: 'approve' | 'reject') =>
   fetch(`${signUrl}/Dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ decision }) });
@@ -32,7 +21,7 @@ interface HelperLog {
 /** A page at the service's origin (served by the test) that loads /Events.js and starts the helper as told. */
 async function helperPage(context: BrowserContext, options: { mode: string; refreshMs: number }): Promise<Page> {
   const page = await context.newPage();
-  await page.route(`${service.baseUrl}/helper-page.html`, (route) =>
+  await page.route(`${rig.service.baseUrl}/helper-page.html`, (route) =>
     route.fulfill({
       contentType: 'text/html',
       body: `<!doctype html><html><head><script src="/Events.js"></script><script>
@@ -50,7 +39,7 @@ async function helperPage(context: BrowserContext, options: { mode: string; refr
       </script></head><body></body></html>`,
     }),
   );
-  await page.goto(`${service.baseUrl}/helper-page.html`);
+  await page.goto(`${rig.service.baseUrl}/helper-page.html`);
   return page;
 }
 
@@ -67,7 +56,7 @@ const logOf = (page: Page) => page.evaluate(() => (window as any).log as HelperL
 
 describe('the QuickLogin helper in Chromium', () => {
   it('refreshes the code every refreshMs, stops on the result and calls onResult', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await helperPage(context, { mode: 'base64', refreshMs: 250 });
     const requests = countQrRequests(page);
     await page.waitForFunction(() => (window as any).log.codes.length >= 3, undefined, { timeout: 20_000 });
@@ -91,7 +80,7 @@ describe('the QuickLogin helper in Chromium', () => {
   });
 
   it('calls onRejected and goes on with new codes; SignatureReceivedBE calls onBackendDone and stops', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await helperPage(context, { mode: 'text', refreshMs: 250 });
     await page.waitForFunction(() => (window as any).log.codes.length >= 1, undefined, { timeout: 20_000 });
     const first = (await logOf(page)).codes[0]!;
@@ -102,7 +91,7 @@ describe('the QuickLogin helper in Chromium', () => {
     await page.waitForFunction((n) => (window as any).log.codes.length >= n + 2, atRejection, { timeout: 15_000 });
     expect(await page.evaluate(() => (window as any).login.running)).toBe(true);
 
-    await deliverToTab(service, await page.evaluate(() => (window as any).Events.tabId as string), { type: 'SignatureReceivedBE', data: '' });
+    await deliverToTab(rig.service, await page.evaluate(() => (window as any).Events.tabId as string), { type: 'SignatureReceivedBE', data: '' });
     await page.waitForFunction(() => (window as any).log.backend === 1, undefined, { timeout: 15_000 });
     expect(await page.evaluate(() => (window as any).login.running)).toBe(false);
     const atDone = (await logOf(page)).codes.length;
@@ -114,7 +103,7 @@ describe('the QuickLogin helper in Chromium', () => {
 
 async function openDemo(context: BrowserContext): Promise<Page> {
   const page = await context.newPage();
-  await page.goto(`${service.baseUrl}/`);
+  await page.goto(`${rig.service.baseUrl}/`);
   await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).src.includes('/QuickLogin/Qr/'), undefined, { timeout: 20_000 });
   return page;
 }
@@ -123,7 +112,7 @@ const statusOf = (page: Page) => page.textContent('#status');
 
 describe('the demo page', () => {
   it('shows the identity with readable labels, and the approval page names the development identity', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await openDemo(context);
     const [approval] = await Promise.all([context.waitForEvent('page'), page.click('#same-device')]);
     await approval.waitForSelector('#approve:not([disabled])');
@@ -142,7 +131,7 @@ describe('the demo page', () => {
   });
 
   it('keeps the rejection message while new codes come, until the next action', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const page = await openDemo(context);
     const signUrl = (await page.getAttribute('#same-device', 'href'))!;
     expect((await decide(signUrl, 'reject')).status).toBe(200);
@@ -160,7 +149,7 @@ describe('the demo page', () => {
   });
 
   it('loads no resource that fails, the icon included', async () => {
-    const context = await browser.newContext();
+    const context = await rig.browser.newContext();
     const failed: string[] = [];
     context.on('response', (response) => {
       if (response.status() >= 400) failed.push(`${response.status()} ${response.url()}`);

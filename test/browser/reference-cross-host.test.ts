@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { HOST_A, HOST_B, selfSignedCertificate } from '../helpers/browser.js';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
 import { registered } from '../helpers/http.js';
-import { approveAt, decodeShownQr, expectNoAlert, pageSettles, whyNotLoaded } from '../helpers/reference-checks.js';
+import { approveAt, decodeShownQr, expectLoginThroughSlowHandshake, expectNoAlert, pageSettles, whyNotLoaded } from '../helpers/reference-checks.js';
 import { referenceBrowser } from '../helpers/reference-browser.js';
 import { recordDialogs, referencePageHtml, referenceState, startPageServer, type PageServer } from '../helpers/reference-page.js';
 import { freePort, startService, type TestService } from '../helpers/service.js';
@@ -111,23 +111,7 @@ describe('page on host A, tabwire on host B (the reference documentation set-up:
   it('a WebSocket handshake held back 1.5 s: the first QR request (500 ms after load) succeeds, no alert fires, signing delivers the result', async () => {
     pages.set('/slow.html', referencePageHtml({ neuron: `${HOST_B}:${proxyB.port}`, quickLogin: { mode: 'text', purpose: 'Slow network login' } }));
     const context = await newContext([pages.origin], { ignoreHTTPSErrors: true });
-    const page = await context.newPage();
-    const dialogs = recordDialogs(page);
-    proxyB.webSocketDelayMs = 1500;
-    const seen = proxyB.webSocketsSeen;
-    try {
-      await page.goto(`${pages.origin}/slow.html`);
-      const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, 'the first QR answer');
-      expect(proxyB.webSocketsSeen, 'the handshake went through the slow proxy').toBeGreaterThan(seen);
-      expectNoAlert(dialogs, 'the QuickLogin script alerted (and will never ask again)');
-      expect(state.qr[0]!.signUrl).toMatch(/\/QuickLogin\/Sign\//);
-      await approveB(state.qr.at(-1)!.signUrl);
-      const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, 'SignatureReceived');
-      expect(after.signatures[0].Purpose).toBe('Slow network login');
-      expectNoAlert(dialogs, 'alert');
-    } finally {
-      proxyB.webSocketDelayMs = 0;
-      await context.close();
-    }
+    const first = await expectLoginThroughSlowHandshake({ context, proxy: proxyB, url: `${pages.origin}/slow.html`, approve: approveB, purpose: 'Slow network login' });
+    expect(first.qr[0]!.signUrl).toMatch(/\/QuickLogin\/Sign\//);
   });
 });

@@ -9,6 +9,7 @@ import {
   colourCounts,
   decodeShownQr,
   dominantColours,
+  expectLoginThroughSlowHandshake,
   expectNoAlert,
   pageSettles,
   whyNotLoaded,
@@ -103,23 +104,7 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
     await visit.close({ runBeforeUnload: true });
     expect((await context.cookies(origin)).some((c) => c.name === 'tabwire_sid')).toBe(true);
 
-    proxy.webSocketDelayMs = 1500;
-    const seen = proxy.webSocketsSeen;
-    try {
-      const page = await context.newPage();
-      const dialogs = recordDialogs(page);
-      await page.goto(`${origin}/login.html`);
-      const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, 'the first QR answer');
-      expect(proxy.webSocketsSeen, 'the handshake went through the slow proxy').toBeGreaterThan(seen);
-      expectNoAlert(dialogs, 'the QuickLogin script alerted (and will never ask again)');
-      await approve(state.qr.at(-1)!.signUrl);
-      const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, 'SignatureReceived');
-      expect(after.signatures[0].Purpose).toBe('Slow handshake login');
-      expectNoAlert(dialogs, 'alert');
-    } finally {
-      proxy.webSocketDelayMs = 0;
-      await context.close();
-    }
+    await expectLoginThroughSlowHandshake({ context, proxy, url: `${origin}/login.html`, approve, purpose: 'Slow handshake login' });
   });
 
   it('the demo page shows no error and no broken image in its first second, even with its WebSocket handshake held back (screenshot tmp/screenshots/demo-first-second.png)', async () => {

@@ -1,14 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { Page } from 'playwright-core';
-import { registered } from '../helpers/http.js';
-import { TestTab } from '../helpers/tab.js';
 import { applyForIdentity, approveIdentity, createAccount, makeKey, refreshUntilApproved, useWalletBrowser } from '../helpers/wallet-browser.js';
 
 // The web wallet (docs/wallet.md) in a real Chromium against a real tabwire: its installable shell, a key
 // made in the browser, an account, an identity approved by the operator's CLI, all kept across a reload
 // and offline. Signing requests with such a wallet: wallet-signing.test.ts.
 const rig = useWalletBrowser();
-const { openWallet, qrFor } = rig;
+const { openWallet, openTab, qrFor } = rig;
 let wallet: Page;
 let publicKey: string;
 let legalId: string;
@@ -81,8 +79,7 @@ describe('the web wallet in Chromium', () => {
   });
 
   it('refuses to sign while the identity waits for the operator, and signs once the CLI approved it', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const { signUrl } = await qrFor(tab, { purpose: 'Too early' });
     const early = await openWallet(`/wallet/#sign=${encodeURIComponent(String(signUrl))}`);
     await early.waitForSelector('#request:not([hidden])');

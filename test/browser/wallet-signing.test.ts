@@ -3,16 +3,14 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chromium } from 'playwright-core';
 import { PNG } from 'pngjs';
-import { registered } from '../helpers/http.js';
 import { decodePng } from '../helpers/qr-decode.js';
-import { TestTab } from '../helpers/tab.js';
 import { approvedWallet, useWalletBrowser } from '../helpers/wallet-browser.js';
 
 // The web wallet (docs/wallet.md) in a real Chromium against a real tabwire, signing: requests opened
 // through the app link, a QR image or the camera, approved or rejected, by a wallet set up as
 // wallet-account.test.ts does it step by step (a key, an account, an identity the operator approved).
 const rig = useWalletBrowser();
-const { watch, openWallet, qrFor } = rig;
+const { watch, openWallet, openTab, qrFor } = rig;
 let publicKey: string;
 let legalId: string;
 
@@ -44,8 +42,7 @@ function y4mOf(png: PNG, width: number, height: number): Buffer {
 
 describe('the web wallet in Chromium', () => {
   it('an app link shows who asks, the purpose, the disclosed properties and the expiry; Approve → the waiting tab gets SignatureReceived with the wallet key', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const { signUrl } = await qrFor(tab, { purpose: 'Log in to the library', propertyFilter: 'FIRST, COUNTRY' });
     const page = await openWallet(`/wallet/#sign=${encodeURIComponent(String(signUrl))}`);
     await page.waitForSelector('#request:not([hidden])');
@@ -76,8 +73,7 @@ describe('the web wallet in Chromium', () => {
   });
 
   it('?sign= works too; Reject → the waiting tab gets SignatureRejected', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const { signUrl } = await qrFor(tab, { purpose: 'Pay 10 €' });
     const page = await openWallet(`/wallet?sign=${encodeURIComponent(String(signUrl))}`);
     await page.waitForSelector('#request:not([hidden])');
@@ -95,8 +91,7 @@ describe('the web wallet in Chromium', () => {
   });
 
   it('a scan-limited code (relay protection): the wallet sends back the binding its fetch got, and the approval counts', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const { signUrl } = await qrFor(tab, { purpose: 'Log in, bound', scanSeconds: 30 });
     const page = await openWallet(`/wallet/#sign=${encodeURIComponent(String(signUrl))}`);
     await page.waitForSelector('#request:not([hidden])');
@@ -123,8 +118,7 @@ describe('the web wallet in Chromium', () => {
   });
 
   it('reads the QR code of the service PNG (the decoder path) and opens its request', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const code = await qrFor(tab, { mode: 'image', purpose: 'Scanned login' });
     const png = Buffer.from(await (await fetch(String(code.src))).arrayBuffer());
     expect(decodePng(png)).toBe(code.signUrl);
@@ -143,8 +137,7 @@ describe('the web wallet in Chromium', () => {
   });
 
   it('uses the browser\'s BarcodeDetector when it reads QR codes (a stand-in here: desktop Linux Chromium has none)', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const { signUrl } = await qrFor(tab, { purpose: 'Native scan' });
     const native = await rig.browser.newContext({ viewport: { width: 390, height: 844 } });
     await native.addInitScript((text: string) => {
@@ -172,8 +165,7 @@ describe('the web wallet in Chromium', () => {
   });
 
   it('scans a QR code with the camera (a fake camera that films the service PNG)', async () => {
-    const tab = await TestTab.open(rig.service.wsUrl);
-    await registered(rig.service, tab.tabId);
+    const tab = await openTab();
     const code = await qrFor(tab, { mode: 'image', purpose: 'Camera login' });
     const png = PNG.sync.read(Buffer.from(await (await fetch(String(code.src))).arrayBuffer()));
     const video = join(rig.service.dir, 'qr.y4m');

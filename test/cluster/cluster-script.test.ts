@@ -1,4 +1,3 @@
-import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
@@ -6,6 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import { runToEnd, type Finished } from '../helpers/child.js';
 import { freePorts } from '../helpers/cluster.js';
 import { assertFreshBuild } from '../helpers/process.js';
 
@@ -29,17 +29,7 @@ function workDir(): string {
   return dir;
 }
 
-function script(args: string[], env: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  const child = spawn('scripts/cluster', args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  return new Promise((resolve, reject) => {
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code: code ?? -1, stdout, stderr }));
-  });
-}
+const script = (args: string[], env: Record<string, string> = {}): Promise<Finished> => runToEnd('scripts/cluster', args, { ...process.env, ...env });
 
 /** `name pid` lines of DIR/pids. */
 const recorded = (dir: string) =>

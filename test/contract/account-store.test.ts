@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Account, ApiKey } from '../../src/store/stores.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // AccountStore and ApiKeyStore (src/store/stores.ts) on every backend.
 
@@ -11,13 +11,7 @@ const account = (id: string, userName: string, createdAt = NOW): Account => ({
 const apiKey = (id: string, createdAt = NOW): ApiKey => ({ id, keyHash: `hash-${id}`, note: `note ${id}`, createdAt, revokedAt: null });
 
 describe.each(BACKENDS)('account store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('a user name is taken once, also by two nodes at once', async () => {
     for (let i = 0; i < 10; i++) {
@@ -42,13 +36,7 @@ describe.each(BACKENDS)('account store on $name', (backend) => {
 });
 
 describe.each(BACKENDS)('API key store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('finds a key by hash, lists oldest first, and revokes once', async () => {
     await s.store.apiKeys.insert(apiKey('k2', NOW + 2));

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Callback } from '../../src/store/stores.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores, type Stores } from '../helpers/backends.js';
 
 // CallbackStore (src/store/stores.ts) on every backend: the durable outbox several nodes claim from.
 
@@ -13,13 +13,7 @@ const callback = (id: string, over: Partial<Callback> = {}): Callback => ({
 });
 
 describe.each(BACKENDS)('callback store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('inserts a new id once and reads it back whole', async () => {
     expect(await s.store.callbacks.insert(callback('one'))).toBe(true);

@@ -1,7 +1,7 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { StoreValueError } from '../../src/store/sql/column-rules.js';
 import type { Callback, LoginCode } from '../../src/store/stores.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // CodeStore (src/store/stores.ts) on every backend: QR login codes, their single use, and the callback
 // stored with a backend-mode settlement.
@@ -20,13 +20,7 @@ const callback = (id: string): Callback => ({
 });
 
 describe.each(BACKENDS)('code store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('stores every code of a concurrent burst, each readable with all its fields', async () => {
     const ids = Array.from({ length: 50 }, (_, i) => `burst-${i}`);

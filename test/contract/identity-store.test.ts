@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Identity } from '../../src/identity/identity.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // IdentityStore (src/store/stores.ts) on every backend.
 
@@ -14,13 +14,7 @@ const identity = (id: string, over: Partial<Identity> = {}): Identity => ({
 });
 
 describe.each(BACKENDS)('identity store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('reads an identity back whole, properties and attachment metadata included', async () => {
     await s.store.identities.insert(identity('id-whole@legal.test'));

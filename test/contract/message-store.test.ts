@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { StoredMessage } from '../../src/store/stores.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores, type Stores } from '../helpers/backends.js';
 
 // MessageStore (src/store/stores.ts) on every backend: the offline mailbox of agent accounts.
 
@@ -14,13 +14,7 @@ const message = (accountId: string, n: number, type = 'chat'): Omit<StoredMessag
 });
 
 describe.each(BACKENDS)('message store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('pops the oldest first, deletes what it returns, and keeps every field', async () => {
     for (let n = 0; n < 5; n++) expect(await s.store.messages.append(message('acc-order', n), 100)).toBe(true);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ServiceRegistration, StoredAttachment } from '../../src/store/stores.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // ServiceRegistrationStore and AttachmentStore (src/store/stores.ts) on every backend.
 
@@ -11,13 +11,7 @@ const registration = (serviceId: string, expiresAt = NOW + 60_000): ServiceRegis
 });
 
 describe.each(BACKENDS)('service registration store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('reads a registration back whole, renews it, and purges expired ones', async () => {
     await s.store.services.insert(registration('svc-1'));
@@ -34,13 +28,7 @@ describe.each(BACKENDS)('service registration store on $name', (backend) => {
 });
 
 describe.each(BACKENDS)('attachment store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('keeps every byte of the content', async () => {
     const attachment: StoredAttachment = {

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ServerKey } from '../../src/store/stores.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // ServerKeyStore (src/store/stores.ts) on every backend: one key ring per purpose for every node.
 
@@ -9,13 +9,7 @@ const key = (kid: string, purpose: string, createdAt = 1_700_000_000_000): Serve
 });
 
 describe.each(BACKENDS)('server key store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('two nodes creating the first key of a ring at once: exactly one key is stored, and both read it', async () => {
     for (let round = 0; round < 10; round++) {

@@ -1,18 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { describe, expect, it } from 'vitest';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // TabStore (src/store/stores.ts) on every backend: which session holds a tab.
 
 const NOW = 1_700_000_000_000;
 
 describe.each(BACKENDS)('tab store on $name', (backend) => {
-  let s: Stores;
-  beforeAll(async () => {
-    s = await backend.open();
-  });
-  afterAll(async () => {
-    await s.close();
-  });
+  const s = useStores(backend);
 
   it('binds a free tab, rebinds the same session, refuses another session', async () => {
     expect(await s.store.tabs.bind('tab-a', 'session-1', NOW, 'https://a.example')).toBe('created');

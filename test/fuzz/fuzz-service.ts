@@ -1,10 +1,12 @@
-import { expect } from 'vitest';
+import fc from 'fast-check';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import { post, registered } from '../helpers/http.js';
 import { makeIdentity, startService, testResolver, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
-import { prepareContext, type FuzzContext } from './context.js';
+import { prepareContext, releaseContext, type FuzzContext } from './context.js';
+import { runCase, type FuzzCase } from './run-case.js';
 import { exchange, type Target } from './wire.js';
 
 /**
@@ -43,6 +45,34 @@ export async function startFuzzService(): Promise<FuzzService> {
   expect(ctx.identityId, 'the fuzz account has an identity').toBeDefined();
   expect(ctx.serviceId, 'the backend registration succeeds').toBeDefined();
   return { service, ctx, target: { host: ctx.host, port: ctx.port } };
+}
+
+/** A FuzzService started before the calling file's tests and released after them (filled in once beforeAll has run). */
+export function useFuzzService(): FuzzService {
+  const fuzz = {} as FuzzService;
+  beforeAll(async () => {
+    Object.assign(fuzz, await startFuzzService());
+  });
+  afterAll(async () => {
+    releaseContext(fuzz.ctx);
+    await fuzz.service.close();
+  });
+  return fuzz;
+}
+
+/**
+ * The property of every fuzz test: `numRuns` generated cases (seed FUZZ_SEED) each break no rule of the
+ * oracle, or fast-check fails with the smallest failing request it found; then the service is still healthy.
+ */
+export async function expectNoFindings(fuzz: FuzzService, cases: fc.Arbitrary<FuzzCase>, numRuns: number): Promise<void> {
+  await fc.assert(
+    fc.asyncProperty(cases, async (c) => {
+      const seen = await runCase(fuzz.target, fuzz.ctx, c, { timeoutMs: 10_000 });
+      if (seen.finding) throw new Error(`${seen.finding.kind} (${seen.finding.signature}): ${seen.finding.detail}\n  request: ${seen.request}`);
+    }),
+    { numRuns, seed: FUZZ_SEED },
+  );
+  await expectHealthy(fuzz.target);
 }
 
 /** The service answers /healthz with 200 (over a fresh connection, as the fuzzer's own requests go). */

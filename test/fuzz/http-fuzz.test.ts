@@ -1,10 +1,7 @@
-import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { releaseContext } from './context.js';
-import { expectHealthy, expectNormalLogin, FUZZ_SEED, fuzzRuns, startFuzzService, type FuzzService } from './fuzz-service.js';
+import { describe, expect, it } from 'vitest';
+import { expectHealthy, expectNoFindings, expectNormalLogin, fuzzRuns, useFuzzService } from './fuzz-service.js';
 import { BENIGN_ROUTE, hasBody, HTTP_ROUTE_NAMES, httpCaseFor, isExpensive, type DamagedPart } from './generators.js';
 import { judgeStoredMessages } from './oracle.js';
-import { runCase } from './run-case.js';
 import { exchange } from './wire.js';
 
 // Property: whatever a client sends to any route, the answer is not a 5xx, and a 4xx is
@@ -12,28 +9,13 @@ import { exchange } from './wire.js';
 // two properties, so a refusal at the framework level (headers, target, method) does not hide a
 // failure in the handler (body) or the other way round. fast-check prints the seed and the
 // smallest failing request it found.
-let fuzz: FuzzService;
-
-beforeAll(async () => {
-  fuzz = await startFuzzService();
-});
-afterAll(async () => {
-  releaseContext(fuzz.ctx);
-  await fuzz.service.close();
-});
+const fuzz = useFuzzService();
 
 const RUNS: Record<Exclude<DamagedPart, 'any'>, number> = { body: fuzzRuns(150), request: fuzzRuns(80) };
 
-async function property(name: string, part: Exclude<DamagedPart, 'any'>): Promise<void> {
-  await fc.assert(
-    fc.asyncProperty(httpCaseFor(fuzz.ctx, name, part), async (c) => {
-      const seen = await runCase(fuzz.target, fuzz.ctx, c, { timeoutMs: 10_000 });
-      if (seen.finding) throw new Error(`${seen.finding.kind} (${seen.finding.signature}): ${seen.finding.detail}\n  request: ${seen.request}`);
-    }),
-    // A valid request of an expensive route costs a password hash: a quarter of the runs keeps the file fast.
-    { numRuns: isExpensive(name) ? Math.ceil(RUNS[part] / 4) : RUNS[part], seed: FUZZ_SEED },
-  );
-  await expectHealthy(fuzz.target);
+function property(name: string, part: Exclude<DamagedPart, 'any'>): Promise<void> {
+  // A valid request of an expensive route costs a password hash: a quarter of the runs keeps the file fast.
+  return expectNoFindings(fuzz, httpCaseFor(fuzz.ctx, name, part), isExpensive(name) ? Math.ceil(RUNS[part] / 4) : RUNS[part]);
 }
 
 describe('HTTP fuzz: generated bad input at every route', () => {

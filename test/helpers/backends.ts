@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
 import { openPostgresStore } from '../../src/store/postgres/open.js';
 import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { Store } from '../../src/store/stores.js';
@@ -26,7 +26,7 @@ export interface Backend {
   open(): Promise<Stores>;
 }
 
-/** Every backend the contract suites run on: `describe.each(BACKENDS)('… on $name', ({ open }) => …)`. */
+/** Every backend the contract suites run on: `describe.each(BACKENDS)('… on $name', (backend) => { const s = useStores(backend); … })`. */
 export const BACKENDS: readonly Backend[] = [
   {
     name: 'sqlite',
@@ -59,6 +59,21 @@ export const BACKENDS: readonly Backend[] = [
     },
   },
 ];
+
+/**
+ * Opens a fresh database on `backend` before the tests of the calling describe block and closes it after
+ * them; the returned Stores are filled in once beforeAll has run.
+ */
+export function useStores(backend: Backend): Stores {
+  const stores = {} as Stores;
+  beforeAll(async () => {
+    Object.assign(stores, await backend.open());
+  });
+  afterAll(async () => {
+    await stores.close();
+  });
+  return stores;
+}
 
 /** A new database on the run's PostgreSQL (test/setup/postgres.ts); its URL. */
 export const postgresDatabase = (): Promise<string> => createDatabase(inject('postgresUrl'));

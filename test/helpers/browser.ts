@@ -1,5 +1,7 @@
 import { chromium, type Browser } from 'playwright-core';
-
+import { afterAll, beforeAll } from 'vitest';
+import type { ConfigInput } from '../../src/config/schema.js';
+import { startService, type TestService } from './service.js';
 import { HOST_A, HOST_B } from './tls.js';
 
 export { HOST_A, HOST_B, selfSignedCertificate } from './tls.js';
@@ -31,3 +33,19 @@ export async function launchKillableChromium(): Promise<{ browser: Browser; kill
   return { browser, kill: () => server.kill() };
 }
 
+/**
+ * A tabwire on loopback (startService with `overrides`) and Chromium, started before the calling file's tests
+ * and closed after them (call it at the top level of the file); both are set once beforeAll has run.
+ */
+export function useServiceAndChromium(overrides: Partial<ConfigInput> = {}): { service: TestService; browser: Browser } {
+  const rig = {} as { service: TestService; browser: Browser };
+  beforeAll(async () => {
+    rig.service = await startService(overrides);
+    rig.browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await rig.browser?.close();
+    await rig.service?.close();
+  });
+  return rig;
+}

@@ -42,3 +42,23 @@ export function terminate(child: ChildProcess, signal: NodeJS.Signals = 'SIGTERM
     child.kill(signal);
   });
 }
+
+/** A command run to its end: its exit code (null when a signal ended it) and everything it wrote. */
+export interface Finished {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs `command` with `env` as its whole environment; resolves once it has ended and its output is read. */
+export function runToEnd(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<Finished> {
+  const child = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { Balancer } from './balancer.js';
+import { runToEnd } from './child.js';
 import { assertFreshBuild, kill } from './process.js';
 import { postgresDatabase } from './backends.js';
 import { startRedis, type RedisServer } from './redis.js';
@@ -223,16 +224,10 @@ export class Cluster {
   }
 
   /** Runs the operator CLI (`dist/cli/main.js`) on the cluster's store and Redis; resolves with its stdout. */
-  cli(args: string[]): Promise<string> {
-    const child = spawn(process.execPath, ['dist/cli/main.js', ...args], { env: { PATH: process.env.PATH, ...this.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    return new Promise((resolve, reject) => {
-      child.on('error', reject);
-      child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`tabwire ${args.join(' ')} exited with ${code}: ${err}`))));
-    });
+  async cli(args: string[]): Promise<string> {
+    const { code, stdout, stderr } = await runToEnd(process.execPath, ['dist/cli/main.js', ...args], { PATH: process.env.PATH, ...this.env });
+    if (code !== 0) throw new Error(`tabwire ${args.join(' ')} exited with ${code}: ${stderr}`);
+    return stdout;
   }
 
   /** The last lines of a node's log (for failure messages). */

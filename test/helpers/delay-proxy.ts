@@ -36,16 +36,21 @@ const isWebSocketHandshake = (head: string): boolean => /\r\nupgrade:[ \t]*webso
 export async function startDelayProxy(o: DelayProxyOptions): Promise<DelayProxy> {
   const targetHost = o.targetHost ?? '127.0.0.1';
   const sockets = new Set<Socket>();
-  let wsGate: Promise<void> | undefined;
-  let allGate: Promise<void> | undefined;
+  /** What holds WebSocket handshakes, and what holds every connection, while a hold is on. */
+  const gates: { webSocket?: Promise<void>; all?: Promise<void> } = {};
   let seen = 0;
   let held = 0;
 
-  const gate = (): { promise: Promise<void>; release: () => void } => {
+  /** Puts a new gate in `kind`'s place; the returned function opens it (and clears the place unless a later hold took it). */
+  function hold(kind: keyof typeof gates): () => void {
     let release!: () => void;
-    const promise = new Promise<void>((resolve) => (release = resolve));
-    return { promise, release };
-  };
+    const gate = new Promise<void>((resolve) => (release = resolve));
+    gates[kind] = gate;
+    return () => {
+      if (gates[kind] === gate) gates[kind] = undefined;
+      release();
+    };
+  }
 
   function track(socket: Socket): void {
     sockets.add(socket);
@@ -70,8 +75,8 @@ export async function startDelayProxy(o: DelayProxyOptions): Promise<DelayProxy>
     const webSocket = isWebSocketHandshake(head.toString('latin1'));
     if (webSocket) seen++;
     const waits: Promise<void>[] = [];
-    if (allGate) waits.push(allGate);
-    if (webSocket && wsGate) waits.push(wsGate);
+    if (gates.all) waits.push(gates.all);
+    if (webSocket && gates.webSocket) waits.push(gates.webSocket);
     if (webSocket && proxy.webSocketDelayMs > 0) waits.push(new Promise((r) => setTimeout(r, proxy.webSocketDelayMs)));
     if (waits.length > 0) {
       held++;
@@ -102,22 +107,8 @@ export async function startDelayProxy(o: DelayProxyOptions): Promise<DelayProxy>
   const proxy: DelayProxy = {
     port: (server.address() as { port: number }).port,
     webSocketDelayMs: 0,
-    holdWebSockets() {
-      const g = gate();
-      wsGate = g.promise;
-      return () => {
-        if (wsGate === g.promise) wsGate = undefined;
-        g.release();
-      };
-    },
-    holdAll() {
-      const g = gate();
-      allGate = g.promise;
-      return () => {
-        if (allGate === g.promise) allGate = undefined;
-        g.release();
-      };
-    },
+    holdWebSockets: () => hold('webSocket'),
+    holdAll: () => hold('all'),
     get webSocketsSeen() {
       return seen;
     },

@@ -2,8 +2,9 @@ import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { PNG } from 'pngjs';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { expect } from 'vitest';
+import type { DelayProxy } from './delay-proxy.js';
 import { decodePng } from './qr-decode.js';
-import { referenceState, type ReferenceState } from './reference-page.js';
+import { recordDialogs, referenceState, type ReferenceState } from './reference-page.js';
 
 // Waits and checks shared by the reference-page browser tests (test/browser/reference-*.test.ts).
 
@@ -60,6 +61,39 @@ export async function freshContext(browser: Browser, origins: string[], options:
 /** Fails with the alert texts in the message (the reference scripts alert the body of any non-200 answer). */
 export function expectNoAlert(dialogs: readonly string[], what: string): void {
   expect(dialogs, `${what}: ${dialogs.join(' | ').slice(0, 400)}`).toEqual([]);
+}
+
+/**
+ * A login on a slow network: opens `url` in a new page of `context` while `proxy` holds every WebSocket
+ * handshake back 1.5 s, and expects the page's first QR request to succeed (its handshake through the proxy)
+ * with no alert, and signing the latest code with `approve` to deliver SignatureReceived for `purpose`.
+ * Closes the context; returns the page's state at its first QR answer.
+ */
+export async function expectLoginThroughSlowHandshake(o: {
+  context: BrowserContext;
+  proxy: DelayProxy;
+  url: string;
+  approve: (signUrl: string) => Promise<void>;
+  purpose: string;
+}): Promise<ReferenceState> {
+  const page = await o.context.newPage();
+  const dialogs = recordDialogs(page);
+  o.proxy.webSocketDelayMs = 1500;
+  const seen = o.proxy.webSocketsSeen;
+  try {
+    await page.goto(o.url);
+    const state = await pageSettles(page, dialogs, (s) => s.qr.length > 0, 'the first QR answer');
+    expect(o.proxy.webSocketsSeen, 'the handshake went through the slow proxy').toBeGreaterThan(seen);
+    expectNoAlert(dialogs, 'the QuickLogin script alerted (and will never ask again)');
+    await o.approve(state.qr.at(-1)!.signUrl);
+    const after = await pageSettles(page, dialogs, (s) => s.signatures.length > 0, 'SignatureReceived');
+    expect(after.signatures[0].Purpose).toBe(o.purpose);
+    expectNoAlert(dialogs, 'alert');
+    return state;
+  } finally {
+    o.proxy.webSocketDelayMs = 0;
+    await o.context.close();
+  }
 }
 
 /** What an image URL answers, for the message when the page's <img> did not load it. */

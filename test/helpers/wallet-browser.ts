@@ -7,9 +7,10 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { launchChromium } from './browser.js';
 import { runCli } from './cli.js';
+import { registered } from './http.js';
 import { assertFreshBuild } from './process.js';
 import { startService, type TestService } from './service.js';
-import type { TestTab } from './tab.js';
+import { TestTab } from './tab.js';
 
 /**
  * One test file's service, browser and phone-sized context (set once beforeAll has run), and the console
@@ -36,6 +37,13 @@ export class WalletBrowser {
     await page.goto(`${this.service.baseUrl}${path}`);
     await page.waitForSelector('body[data-ready="1"]');
     return page;
+  };
+
+  /** A tab on the service whose Register the service has processed, as a login page's is when it asks for a code. */
+  readonly openTab = async (): Promise<TestTab> => {
+    const tab = await TestTab.open(this.service.wsUrl);
+    await registered(this.service, tab.tabId);
+    return tab;
   };
 
   /** A QR request for a tab, as a page on the service's own origin makes it. */

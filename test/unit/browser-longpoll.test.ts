@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { EventClient, type EventClientDeps } from '../../src/browser/client.js';
+import type { EventClientDeps } from '../../src/browser/client.js';
 import { startPoll } from '../../src/browser/longpoll-transport.js';
-import type { FetchLike, PollRequest, ResponseLike, Timers } from '../../src/browser/platform.js';
+import type { FetchLike, PollRequest, ResponseLike } from '../../src/browser/platform.js';
 import type { TransportEnd, TransportLink } from '../../src/browser/transport.js';
+import { pageClient, timers } from '../helpers/event-client.js';
 
 /** One request the fake fetch received; the test answers it when it likes. */
 interface Call {
@@ -27,11 +28,6 @@ function fakeFetch() {
 }
 
 const problem = (status: number, code: string) => ({ type: `urn:tabwire:problem:${code}`, title: code, status, detail: code, code });
-
-const timers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
 
 beforeEach(() => {
   vi.useFakeTimers();
@@ -138,21 +134,7 @@ describe('long-poll transport: one poll', () => {
 describe('event client on long-poll', () => {
   function makeClient(over: Partial<EventClientDeps> = {}) {
     const { calls, fetch } = fakeFetch();
-    let name = '';
-    let n = 0;
-    const log = { warn: vi.fn(), error: vi.fn() };
-    const client = new EventClient({
-      tabIdStore: { read: () => name, write: (id) => void (name = id) },
-      newTabId: () => `tab-${String(++n).padStart(4, '0')}-guid`,
-      defaultHost: () => ({ host: 'events.example', secure: true }),
-      location: () => 'https://shop.example/login',
-      fetch,
-      timers,
-      log,
-      backoff: { random: () => 0.999999 },
-      ...over,
-    });
-    return { client, calls, log, windowName: () => name };
+    return { ...pageClient({ defaultHost: () => ({ host: 'events.example', secure: true }), fetch, ...over }), calls };
   }
 
   const headers = (call: Call | undefined) => call!.init.headers;

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { EventClient, type EventClientDeps } from '../../src/browser/client.js';
-import type { FetchLike, PollRequest, SocketLike, Timers } from '../../src/browser/platform.js';
+import type { EventClientDeps } from '../../src/browser/client.js';
+import type { FetchLike, PollRequest, SocketLike } from '../../src/browser/platform.js';
+import { pageClient } from '../helpers/event-client.js';
 
 /** A WebSocket the test drives from the server side. */
 class FakeSocket implements SocketLike {
@@ -44,11 +45,6 @@ class FakeSocket implements SocketLike {
   }
 }
 
-const timers: Timers = {
-  setTimeout: (callback, ms) => setTimeout(callback, ms),
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
-
 function makeClient(over: Partial<EventClientDeps> = {}) {
   const sockets: FakeSocket[] = [];
   class WebSocket extends FakeSocket {
@@ -62,23 +58,8 @@ function makeClient(over: Partial<EventClientDeps> = {}) {
     polls.push({ url, init });
     return new Promise(() => {}); // held, like an idle long poll
   };
-  let name = '';
-  let n = 0;
-  const log = { warn: vi.fn(), error: vi.fn() };
-  const client = new EventClient({
-    tabIdStore: { read: () => name, write: (id) => void (name = id) },
-    newTabId: () => `tab-${String(++n).padStart(4, '0')}-guid`,
-    defaultHost: () => ({ host: 'events.example:8443', secure: true }),
-    location: () => 'https://shop.example/login',
-    WebSocket,
-    fetch,
-    timers,
-    log,
-    backoff: { random: () => 0.999999 },
-    ...over,
-  });
   const last = () => sockets[sockets.length - 1]!;
-  return { client, sockets, last, polls, log, windowName: () => name };
+  return { ...pageClient({ defaultHost: () => ({ host: 'events.example:8443', secure: true }), WebSocket, fetch, ...over }), sockets, last, polls };
 }
 
 beforeEach(() => {
