@@ -1,14 +1,16 @@
 /**
- * Store writes on PostgreSQL, group commit against plain pooled writes (docs/store.md "Group commit"):
- * the two hot-path writes (a QR code insert; a backend-mode settlement, which settles a code and stores its
- * callback in one transaction) from C concurrent callers, through the real SqlCodeStore on a private
- * PostgreSQL 15 with fsync on, once with the outbox writes group-committed (one transaction per batch on one
- * pooled connection) and once without (each write on its own connection of the pool). Rounds of the two
- * modes alternate; rates are medians. PostgreSQL runs on the same 2 cores as this process.
+ * Store writes on PostgreSQL (docs/store.md "Group commit"): the two hot-path writes (a QR code insert; a
+ * backend-mode settlement, which settles a code and stores its callback in one transaction) from C
+ * concurrent callers, through the real SqlCodeStore on a private PostgreSQL 15 with fsync on, group-committed
+ * with 1, 2 or 4 batches of a queue at once (each batch one transaction on one pooled connection) and plain
+ * (each write on its own connection of the pool). Rounds of the modes alternate in turning orders; rates are
+ * medians, with PostgreSQL's CPU per write. PostgreSQL runs on the same 2 cores as this process.
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
 import { postgresUnavailable } from '../src/store/postgres/errors.js';
 import { postgresFlavour } from '../src/store/postgres/flavour.js';
 import { migrateLocked } from '../src/store/postgres/migrate-lock.js';
@@ -20,17 +22,26 @@ import { createSqlStore } from '../src/store/sql/sql-store.js';
 import type { LoginCode, Store } from '../src/store/stores.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { machineLine, revision } from './lib/channel-common.js';
+import { TreeCpu } from './lib/proc-cpu.js';
 import { formatRate, percentile, table } from './lib/stats.js';
 import { backgroundLoad } from './lib/sysload.js';
 import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
 
 const ROUND_MS = 2_000;
-const ROUNDS = 2;
+const ROUNDS = 3;
 const CONCURRENCY = [1, 16, 64] as const;
 const POOL_SIZE = 10;
 const NOW = 1_700_000_000_000;
 
-type Mode = 'group commit' | 'plain';
+/** Group commit with 1, 2 or 4 batches of a queue at once (SqlFlavour.groupCommitBatches), or none. */
+const MODES = ['group commit', 'group commit, 2 at once', 'group commit, 4 at once', 'plain'] as const;
+type Mode = (typeof MODES)[number];
+const flavourOf: Record<Mode, SqlFlavour> = {
+  'group commit': { ...postgresFlavour, groupCommit: true, groupCommitBatches: 1 },
+  'group commit, 2 at once': { ...postgresFlavour, groupCommit: true, groupCommitBatches: 2 },
+  'group commit, 4 at once': { ...postgresFlavour, groupCommit: true, groupCommitBatches: 4 },
+  plain: { ...postgresFlavour, groupCommit: false },
+};
 type Op = 'code insert' | 'settle + callback';
 
 const code = (id: string, serviceId: string): LoginCode => ({
@@ -48,8 +59,29 @@ async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
 let serial = 0;
 const nextId = () => `b${(serial++).toString(36)}-${randomBytes(6).toString('hex')}`;
 
-/** C callers doing `op` back to back for ROUND_MS; ops/s and latency percentiles. */
-async function round(store: Store, op: Op, concurrency: number): Promise<{ rate: number; p50: number; p99: number }> {
+/** The postmaster's pid: the parent of a backend (whose pid a query tells), read from /proc. */
+async function postmasterPid(url: string): Promise<number> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
+    const stat = readFileSync(`/proc/${backend}/stat`, 'latin1');
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  } finally {
+    await client.end();
+  }
+}
+
+interface RoundResult {
+  rate: number;
+  p50: number;
+  p99: number;
+  /** PostgreSQL's CPU (postmaster and backends) per write, µs. */
+  pgMicros: number;
+}
+
+/** C callers doing `op` back to back for ROUND_MS; ops/s, latency percentiles and PostgreSQL's CPU per write. */
+async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu): Promise<RoundResult> {
   // Settlements need pending codes: made before the clock starts.
   const pending: string[] = [];
   if (op === 'settle + callback') {
@@ -63,6 +95,7 @@ async function round(store: Store, op: Op, concurrency: number): Promise<{ rate:
     }
   }
   const latencies: number[] = [];
+  const cpuBefore = pgCpu.read();
   const end = performance.now() + ROUND_MS;
   const start = performance.now();
   const worker = async () => {
@@ -82,35 +115,36 @@ async function round(store: Store, op: Op, concurrency: number): Promise<{ rate:
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const ms = performance.now() - start;
-  return { rate: (latencies.length / ms) * 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99) };
+  const pgMicros = (pgCpu.read() - cpuBefore) / latencies.length;
+  return { rate: (latencies.length / ms) * 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99), pgMicros };
 }
 
 export const storeWrites: Benchmark = {
   name: 'store-writes',
-  description: 'PostgreSQL hot-path writes: group commit vs plain pooled writes',
+  description: 'PostgreSQL hot-path writes: group commit (1, 2 or 4 batches at once) vs plain pooled writes',
   async run(): Promise<BenchReport> {
     const idle = await backgroundLoad();
     const server = await startPostgres({ fsync: true });
     const measurements: Measurement[] = [];
     const rows: string[][] = [];
     try {
-      const stores: Record<Mode, Store> = {
-        'group commit': await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: true }),
-        plain: await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: false }),
-      };
+      const stores = {} as Record<Mode, Store>;
+      for (const mode of MODES) stores[mode] = await openStore(await server.createDatabase(), flavourOf[mode]);
+      const pgCpu = new TreeCpu(await postmasterPid(server.adminUrl));
       for (const op of ['code insert', 'settle + callback'] as const) {
         for (const concurrency of CONCURRENCY) {
-          const results: Record<Mode, { rate: number; p50: number; p99: number }[]> = { 'group commit': [], plain: [] };
+          const results = Object.fromEntries(MODES.map((mode) => [mode, [] as RoundResult[]])) as Record<Mode, RoundResult[]>;
           for (let r = 0; r < ROUNDS; r++) {
-            for (const mode of r % 2 === 0 ? (['group commit', 'plain'] as const) : (['plain', 'group commit'] as const)) {
-              results[mode].push(await round(stores[mode], op, concurrency));
-            }
+            // Each round in another order, so no mode always follows the same one.
+            const order = MODES.map((_, i) => MODES[(i + r) % MODES.length]!);
+            for (const mode of r % 2 === 0 ? order : order.reverse()) results[mode].push(await round(stores[mode], op, concurrency, pgCpu));
           }
-          for (const mode of ['group commit', 'plain'] as const) {
+          for (const mode of MODES) {
             const rate = percentile(results[mode].map((x) => x.rate), 50);
             const p50 = percentile(results[mode].map((x) => x.p50), 50);
             const p99 = percentile(results[mode].map((x) => x.p99), 50);
-            rows.push([op, String(concurrency), mode, formatRate(rate), p50.toFixed(2), p99.toFixed(2)]);
+            const pgMicros = percentile(results[mode].map((x) => x.pgMicros), 50);
+            rows.push([op, String(concurrency), mode, formatRate(rate), p50.toFixed(2), p99.toFixed(2), pgMicros.toFixed(0)]);
             measurements.push({
               key: `${op}.${concurrency}.${mode}`,
               label: `${op}, ${concurrency} callers, ${mode}`,
@@ -134,7 +168,7 @@ export const storeWrites: Benchmark = {
         `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
         `other processes used ${idle.toFixed(0)}% of a core before the run`,
       ],
-      sections: [{ heading: 'Writes per second and latency (ms)', lines: table(['write', 'callers', 'mode', 'writes/s', 'p50', 'p99'], rows) }],
+      sections: [{ heading: 'Writes per second and latency (ms)', lines: table(['write', 'callers', 'mode', 'writes/s', 'p50', 'p99', 'PostgreSQL µs/write'], rows) }],
       measurements,
       budgets: [],
     };
