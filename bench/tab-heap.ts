@@ -1,6 +1,7 @@
 /**
- * `npx tsx bench/tab-heap.ts [tabs]`: what an idle registered WebSocket tab keeps on tabwire's heap, by kind
- * of object. Runs the channel-memory server (bench/servers/channel-tabwire.ts), takes a heap snapshot of a
+ * `npx tsx bench/tab-heap.ts [tabs] [--bare]`: what an idle registered WebSocket tab keeps on tabwire's heap, by kind
+ * of object (`--bare`: what a connection keeps on the bare `ws` server channel-memory compares with,
+ * bench/servers/channel-bare-ws.ts). Runs the channel-memory server (bench/servers/channel-tabwire.ts), takes a heap snapshot of a
  * settled heap with no tab, opens `tabs` tabs (default 5,000) from a client process as channel-memory does,
  * takes another, and prints the difference per tab by V8 node type and constructor name, largest first. Not
  * part of `npm run bench`: it explains the channel-memory figure (docs/benchmarks.md), it does not check it.
@@ -14,9 +15,10 @@ import { freePort, startChild } from './lib/child.js';
 import { fetchOnce } from './lib/load.js';
 import { table } from './lib/stats.js';
 
-const tabs = Number(process.argv[2] ?? '5000');
+const bare = process.argv.includes('--bare');
+const tabs = Number(process.argv.slice(2).find((a) => a !== '--bare') ?? '5000');
 if (!(Number.isInteger(tabs) && tabs > 0 && tabs <= 15_000)) {
-  console.error('usage: tsx bench/tab-heap.ts [tabs <= 15000]');
+  console.error('usage: tsx bench/tab-heap.ts [tabs <= 15000] [--bare]');
   process.exit(2);
 }
 
@@ -113,12 +115,17 @@ function totals(heap: Snapshot): Map<string, { bytes: number; count: number }> {
 
 const dir = mkdtempSync(join(tmpdir(), 'tabwire-tab-heap-'));
 const port = await freePort();
-const server = await startChild('tabwire', new URL('./servers/channel-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile: join(dir, 'tab-heap.sqlite'), pingTimeoutSeconds: 600 })], {
-  nodeArgs: ['--expose-gc'],
-});
+const server = bare
+  ? await startChild('bare ws', new URL('./servers/channel-bare-ws.ts', import.meta.url), [String(port), dir], { nodeArgs: ['--expose-gc'] })
+  : await startChild('tabwire', new URL('./servers/channel-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile: join(dir, 'tab-heap.sqlite'), pingTimeoutSeconds: 600 })], {
+      nodeArgs: ['--expose-gc'],
+    });
 const clients = await startWorker('ws clients', new URL('./servers/channel-ws-clients.ts', import.meta.url));
 try {
-  const connected = async (): Promise<number> => (JSON.parse((await fetchOnce(port, 'GET', '/__bench/stats')).body.toString()) as { hub: { connected: number } }).hub.connected;
+  const connected = async (): Promise<number> => {
+    const stats = JSON.parse((await fetchOnce(port, 'GET', '/__bench/stats')).body.toString()) as { hub?: { connected: number }; registered?: number };
+    return stats.hub?.connected ?? stats.registered ?? 0;
+  };
   const snapshot = async (): Promise<string> => (JSON.parse((await fetchOnce(port, 'POST', '/__bench/heap-snapshot')).body.toString()) as { file: string }).file;
   const url = `ws://127.0.0.1:${port}/ClientEventsWS`;
   // As channel-memory: tabs opened and closed first, so one-off growth is not counted per tab.
@@ -141,7 +148,7 @@ try {
     .filter((r) => Math.abs(r.bytes) >= 8)
     .sort((x, y) => y.bytes - x.bytes);
   const total = rows.reduce((sum, r) => sum + r.bytes, 0);
-  console.log(`heap growth per idle tab at ${tabs.toLocaleString('en-US')} tabs: ${total.toFixed(0)} B (kinds with at least 8 B per tab)\n`);
+  console.log(`${bare ? 'bare ws server: ' : ''}heap growth per idle tab at ${tabs.toLocaleString('en-US')} tabs: ${total.toFixed(0)} B (kinds with at least 8 B per tab)\n`);
   console.log(table(['kind (V8 node type and name)', 'B per tab', 'objects per tab'], rows.slice(0, 40).map((r) => [r.key.slice(0, 70), r.bytes.toFixed(0), r.count.toFixed(2)])).join('\n'));
   console.log('\nNew plain objects, arrays, promises, maps and closures, per tab, by their property names (closures: their function):');
   for (const line of shapes(second, oldIds, tabs)) console.log(`  ${line}`);

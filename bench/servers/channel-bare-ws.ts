@@ -4,15 +4,20 @@
  * first frame (the clients' Register) without keeping anything about them. Control routes:
  *   POST /__bench/gc     full GC (needs --expose-gc), then process.memoryUsage()
  *   GET  /__bench/stats  {connected, registered, memory}
- * Args: <port>.
+ *   POST /__bench/heap-snapshot  settled heap written as a V8 heap snapshot into <snapshot dir>; answers {file}
+ *                        (bench/tab-heap.ts --bare)
+ * Args: <port> [snapshot dir].
  */
 import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
 import { WebSocketServer } from 'ws';
 import { settleHeap } from '../lib/channel-heap.js';
 import { serveAsChild } from './protocol.js';
 
 await serveAsChild(async () => {
   const port = Number(process.argv[2] ?? '0');
+  const snapshotDir = process.argv[3];
   let connected = 0;
   let registered = 0;
   const json = (res: import('node:http').ServerResponse, value: unknown): void => {
@@ -20,16 +25,22 @@ await serveAsChild(async () => {
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
   };
+  const settled = (res: import('node:http').ServerResponse, answer: (memory: NodeJS.MemoryUsage) => unknown): void => {
+    settleHeap().then(
+      (memory) => json(res, answer(memory)),
+      (err: unknown) => {
+        res.writeHead(500);
+        res.end(String(err));
+      },
+    );
+  };
   const server = createServer((req, res) => {
     if (req.method === 'POST' && req.url === '/__bench/gc') {
       req.resume();
-      settleHeap().then(
-        (memory) => json(res, memory),
-        (err: unknown) => {
-          res.writeHead(500);
-          res.end(String(err));
-        },
-      );
+      settled(res, (memory) => memory);
+    } else if (req.method === 'POST' && req.url === '/__bench/heap-snapshot' && snapshotDir !== undefined) {
+      req.resume();
+      settled(res, () => ({ file: writeHeapSnapshot(join(snapshotDir, `heap-${Date.now()}.heapsnapshot`)) }));
     } else if (req.method === 'GET' && req.url === '/__bench/stats') {
       json(res, { connected, registered, memory: process.memoryUsage() });
     } else {
