@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import type { WebSocket } from 'ws';
+import type { RawData, WebSocket } from 'ws';
 import { closeCodes } from '../errors.js';
 import type { TabAddress } from '../hub/address.js';
 import type { TabConnection } from '../hub/connection.js';
@@ -14,15 +14,32 @@ export interface WebSocketChannelOptions {
   log: Logger;
 }
 
-/** A WebSocket as the hub sees it: frames out as JSON text, one message per event. */
-class WebSocketConnection implements TabConnection {
+/**
+ * One accepted `/ClientEventsWS` socket: the tab's connection as the hub sees it (frames out as JSON text, one
+ * message per event) and the serving of its frames (docs/events.md: Register binds the tab to the session,
+ * Ping keeps it alive, Unregister lets it go; anything else closes the socket with a documented code, errors.ts
+ * `closeCodes`). Its state is fields of one object with methods on the prototype rather than closures made
+ * per socket: thousands of idle tabs each keep only this object and two small listeners (docs/benchmarks.md
+ * "channel-memory").
+ */
+class WebSocketTab implements TabConnection {
   readonly transport = 'websocket';
   /** The socket's writes are held until the current burst of work is done (see `send`). */
   private corked = false;
+  /** The tab this socket registered (or is registering: a close during Register must still detach it). */
+  private address: TabAddress | undefined;
+  /**
+   * Frames are handled one at a time so a Register finishes before the next frame is looked at. Undefined
+   * while no frame is being handled (an idle tab keeps no promise).
+   */
+  private queue: Promise<void> | undefined;
 
   constructor(
     private readonly socket: WebSocket,
     private readonly raw: Duplex,
+    private readonly session: string,
+    private readonly o: WebSocketChannelOptions,
+    private readonly alive: () => void,
   ) {}
 
   get open(): boolean {
@@ -51,6 +68,50 @@ class WebSocketConnection implements TabConnection {
     this.socket.close(code, reason);
   }
 
+  /** A message from the client, handled after the ones before it. */
+  received(data: RawData, isBinary: boolean): void {
+    const next: Promise<void> = (this.queue ?? Promise.resolve())
+      .then(() => this.onFrame(isBinary ? undefined : data.toString()))
+      .catch((err: unknown) => {
+        this.o.log.error({ err }, 'websocket frame handling failed');
+        this.socket.close(1011, 'internal_error');
+      })
+      .finally(() => {
+        if (this.queue === next) this.queue = undefined;
+      });
+    this.queue = next;
+  }
+
+  /** The socket closed: the hub lets go of this connection. */
+  closed(): void {
+    if (this.address !== undefined) this.o.hub.detach(this.address, this);
+  }
+
+  private async onFrame(text: string | undefined): Promise<void> {
+    this.alive();
+    const frame = text === undefined ? undefined : parseClientFrame(text);
+    if (!frame) return this.socket.close(closeCodes.frameInvalid, 'frame_invalid');
+    switch (frame.cmd) {
+      case 'Register': {
+        if (this.address !== undefined && this.address.tabId !== frame.tabId) return this.socket.close(closeCodes.frameInvalid, 'tab_already_registered');
+        const outcome = await this.o.registry.register(frame.tabId, this.session, this, frame.location, frame.lastEventId);
+        if (outcome === 'conflict') return this.socket.close(closeCodes.tabSessionMismatch, 'tab_session_mismatch');
+        if (outcome === 'too_many_tabs') return this.socket.close(closeCodes.tabLimitReached, 'tab_limit_reached');
+        this.address = { tabId: frame.tabId, session: this.session };
+        // The socket may have closed while the Register was in the store: the hub must not keep it.
+        if (!this.open) this.o.hub.detach(this.address, this);
+        return;
+      }
+      case 'Ping':
+        if (this.address !== undefined) this.o.hub.touch(this.address);
+        return;
+      case 'Unregister':
+        if (this.address !== undefined) await this.o.registry.unregister(this.address);
+        this.address = undefined;
+        return;
+    }
+  }
+
   /**
    * Shutdown only (docs/events.md "Restarts"). The older reference event script reconnects only after
    * a socket `error` and has no close handler, so a clean close (1001) would leave its page deaf for
@@ -65,51 +126,9 @@ class WebSocketConnection implements TabConnection {
   }
 }
 
-/**
- * Serves one accepted `/ClientEventsWS` socket (docs/events.md): Register binds the tab to the
- * session, Ping keeps it alive, Unregister lets it go. Anything else closes the socket with a
- * documented code (errors.ts `closeCodes`).
- */
+/** Serves one accepted `/ClientEventsWS` socket bound to `session` (see WebSocketTab). */
 export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketChannelOptions, alive: () => void, raw: Duplex): void {
-  const connection = new WebSocketConnection(socket, raw);
-  /** The tab this socket registered (or is registering: a close during Register must still detach it). */
-  let address: TabAddress | undefined;
-
-  // Frames are handled one at a time so a Register finishes before the next frame is looked at.
-  let queue = Promise.resolve();
-  socket.on('message', (data, isBinary) => {
-    queue = queue.then(() => onFrame(isBinary ? undefined : data.toString())).catch((err: unknown) => {
-      o.log.error({ err }, 'websocket frame handling failed');
-      socket.close(1011, 'internal_error');
-    });
-  });
-
-  async function onFrame(text: string | undefined): Promise<void> {
-    alive();
-    const frame = text === undefined ? undefined : parseClientFrame(text);
-    if (!frame) return socket.close(closeCodes.frameInvalid, 'frame_invalid');
-    switch (frame.cmd) {
-      case 'Register': {
-        if (address !== undefined && address.tabId !== frame.tabId) return socket.close(closeCodes.frameInvalid, 'tab_already_registered');
-        const outcome = await o.registry.register(frame.tabId, session, connection, frame.location, frame.lastEventId);
-        if (outcome === 'conflict') return socket.close(closeCodes.tabSessionMismatch, 'tab_session_mismatch');
-        if (outcome === 'too_many_tabs') return socket.close(closeCodes.tabLimitReached, 'tab_limit_reached');
-        address = { tabId: frame.tabId, session };
-        // The socket may have closed while the Register was in the store: the hub must not keep it.
-        if (!connection.open) o.hub.detach(address, connection);
-        return;
-      }
-      case 'Ping':
-        if (address !== undefined) o.hub.touch(address);
-        return;
-      case 'Unregister':
-        if (address !== undefined) await o.registry.unregister(address);
-        address = undefined;
-        return;
-    }
-  }
-
-  socket.on('close', () => {
-    if (address !== undefined) o.hub.detach(address, connection);
-  });
+  const tab = new WebSocketTab(socket, raw, session, o, alive);
+  socket.on('message', (data, isBinary) => tab.received(data, isBinary));
+  socket.on('close', () => tab.closed());
 }

@@ -247,7 +247,7 @@ export class Hub implements Delivery {
     this.closed = true;
     this.unsubscribe();
     this.stopResume();
-    for (const tab of this.tabs.values()) for (const connection of tab.connections.keys()) connection.close(closeCodes.goingAway, 'shutdown');
+    for (const tab of this.tabs.values()) tab.connections.forEach((_, connection) => connection.close(closeCodes.goingAway, 'shutdown'));
   }
 
   /** After `close`: tells the broker this node holds none of its tabs any more (another node or the session's return takes over). */

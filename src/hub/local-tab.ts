@@ -1,4 +1,5 @@
 import type { TabAddress } from './address.js';
+import type { ConnectionCursors } from './connection-cursors.js';
 import type { TabConnection } from './connection.js';
 
 /** A tab as this node holds it: its live connections here and their cursors in the tab's stream. */
@@ -9,7 +10,7 @@ export interface LocalTab {
    * to it (undefined while its Register is being served): a duplicated browser tab keeps `window.name`,
    * so two pages may hold one tab; each receives the tab's events (fan-out), nobody is kicked out.
    */
-  connections: Map<TabConnection, number | undefined>;
+  connections: ConnectionCursors;
   /** The last event id written to each client that has one (TabConnection.client): a long-poll's kept-alive socket. */
   cursors: WeakMap<object, number> | undefined;
   /** Transport of the latest connection: a long-poll tab between two polls is still live. */
@@ -25,12 +26,13 @@ export interface LocalTab {
 
 /** Drops connections that can write no more (an answered long-poll, a closed socket). */
 export function prune(tab: LocalTab): void {
-  for (const connection of tab.connections.keys()) if (!connection.open) tab.connections.delete(connection);
+  tab.connections.forEach((_, connection) => {
+    if (!connection.open) tab.connections.delete(connection);
+  });
 }
 
 export function hasOpen(tab: LocalTab): boolean {
-  for (const connection of tab.connections.keys()) if (connection.open) return true;
-  return false;
+  return tab.connections.some((connection) => connection.open);
 }
 
 /** Runs `work` after the tab's earlier work (its `chain`); a failure goes to `onError`, never to later work. */

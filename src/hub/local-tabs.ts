@@ -1,4 +1,5 @@
 import { addressKey, type TabAddress } from './address.js';
+import { ConnectionCursors } from './connection-cursors.js';
 import type { LocalTab } from './local-tab.js';
 
 /**
@@ -30,7 +31,7 @@ export class LocalTabs {
   create(address: TabAddress, now: number, maxPerSession: number): LocalTab | undefined {
     const count = this.perSession.get(address.session) ?? 0;
     if (count >= maxPerSession) return undefined;
-    const tab: LocalTab = { address, connections: new Map(), cursors: undefined, transport: undefined, lastSeen: now, chain: undefined };
+    const tab: LocalTab = { address, connections: new ConnectionCursors(), cursors: undefined, transport: undefined, lastSeen: now, chain: undefined };
     this.byAddress.set(addressKey(address), tab);
     this.perSession.set(address.session, count + 1);
     return tab;

@@ -12,7 +12,7 @@ export const MAX_CONNECTIONS_PER_TAB = 8;
 export function addConnection(tab: LocalTab, connection: TabConnection): void {
   prune(tab);
   if (tab.connections.size >= MAX_CONNECTIONS_PER_TAB) {
-    const oldest = tab.connections.keys().next().value!;
+    const oldest = tab.connections.oldest()!;
     tab.connections.delete(oldest);
     oldest.close(closeCodes.replaced, 'replaced');
   }

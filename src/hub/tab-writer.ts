@@ -30,12 +30,12 @@ export class TabWriter {
     prune(tab);
     let behind = false;
     let written = 0;
-    for (const [connection, cursor] of tab.connections) {
-      if (cursor === undefined || frame.id <= cursor) continue;
+    tab.connections.forEach((cursor, connection) => {
+      if (cursor === undefined || frame.id <= cursor) return;
       if (frame.id === cursor + 1) {
         if (this.write(tab, connection, [frame])) written = frame.id;
       } else behind = true;
-    }
+    });
     if (written > 0) this.markSent(tab.address, written);
     // Another node's event came first on the bus, or one was missed: the stream has them all.
     if (behind) await this.catchUpAll(tab);
@@ -48,22 +48,24 @@ export class TabWriter {
    */
   async catchUpAll(tab: LocalTab): Promise<void> {
     let lowest: number | undefined;
-    for (const cursor of tab.connections.values()) if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
+    tab.connections.forEach((cursor) => {
+      if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
+    });
     if (lowest === undefined) return;
     const read = await this.read(tab.address, lowest);
     // No stream at all (the broker lost it and nothing made it again yet): the presence refresh or the
     // next event makes one, and the catch-up then tells each connection once.
     if (read.epoch === 0) return;
     let written = 0;
-    for (const [connection, cursor] of tab.connections) {
-      if (cursor === undefined) continue;
+    tab.connections.forEach((cursor, connection) => {
+      if (cursor === undefined) return;
       const sameEpoch = cursor >= read.epoch && cursor <= read.last;
       const frames = sameEpoch ? read.frames.filter((f) => f.id > cursor) : read.frames;
       const lost = sameEpoch ? (frames.length > 0 ? frames[0]!.id > cursor + 1 : cursor < read.last) : true;
       const out = lost ? [this.lostFrame(cursor, read.epoch), ...frames] : frames;
-      if (out.length === 0) continue;
+      if (out.length === 0) return;
       if (this.write(tab, connection, out, read.last) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
-    }
+    });
     if (written > 0) this.markSent(tab.address, written);
   }
 
