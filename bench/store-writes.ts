@@ -2,7 +2,7 @@
  * Store writes on PostgreSQL (docs/store.md "Group commit"): the two hot-path writes (a QR code insert; a
  * backend-mode settlement, which settles a code and stores its callback in one transaction) from C
  * concurrent callers, through the real SqlCodeStore on a private PostgreSQL 15 with fsync on, group-committed
- * with 1, 2 or 4 batches of the outbox's queue at once (each batch one transaction on one pooled connection) and plain
+ * with 1, 2 or 4 batches of a queue at once (each batch one transaction on one pooled connection) and plain
  * (each write on its own connection of the pool). Rounds of the modes alternate in turning orders; rates are
  * medians, with PostgreSQL's CPU per write. PostgreSQL runs on the same 2 cores as this process.
  */
@@ -33,13 +33,13 @@ const CONCURRENCY = [1, 16, 64] as const;
 const POOL_SIZE = 10;
 const NOW = 1_700_000_000_000;
 
-/** Group commit with 1, 2 or 4 batches of the outbox's queue at once (SqlFlavour.outboxBatches; code inserts always 1), or none. */
+/** Group commit with 1, 2 or 4 batches of a queue at once (SqlFlavour.groupCommitBatches), or none. */
 const MODES = ['group commit', 'group commit, 2 at once', 'group commit, 4 at once', 'plain'] as const;
 type Mode = (typeof MODES)[number];
 const flavourOf: Record<Mode, SqlFlavour> = {
-  'group commit': { ...postgresFlavour, groupCommit: true, outboxBatches: 1 },
-  'group commit, 2 at once': { ...postgresFlavour, groupCommit: true, outboxBatches: 2 },
-  'group commit, 4 at once': { ...postgresFlavour, groupCommit: true, outboxBatches: 4 },
+  'group commit': { ...postgresFlavour, groupCommit: true, groupCommitBatches: 1 },
+  'group commit, 2 at once': { ...postgresFlavour, groupCommit: true, groupCommitBatches: 2 },
+  'group commit, 4 at once': { ...postgresFlavour, groupCommit: true, groupCommitBatches: 4 },
   plain: { ...postgresFlavour, groupCommit: false },
 };
 type Op = 'code insert' | 'settle + callback';

@@ -19,11 +19,10 @@ export interface SqlFlavour {
    */
   readonly groupCommit: boolean;
   /**
-   * Batches the callback outbox's commit queue (outboxCommitQueue) may run at once, each holding a connection
-   * (see CommitQueue). 1 where there is one connection (SQLite); on PostgreSQL a share of the pool
-   * (postgres/open.ts). The other queues run one batch at a time (docs/store.md "Group commit").
+   * Batches of one commit queue that may run at once, each holding a connection (see CommitQueue). 1 where
+   * there is one connection (SQLite); on PostgreSQL a share of the pool (postgres/open.ts).
    */
-  readonly outboxBatches?: number;
+  readonly groupCommitBatches?: number;
   /**
    * A way to run a batch of the group-committed writes without a promise per statement, where the driver
    * is synchronous (SQLite): see SyncWriter. Undefined on PostgreSQL, whose statements cross the network.

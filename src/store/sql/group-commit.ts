@@ -203,14 +203,9 @@ export class CommitQueue {
  * A commit queue for a flavour: batches where it group-commits, its synchronous writer where it has one
  * (unless `viaKysely`, see outboxCommitQueue).
  */
-export const commitQueue = (
-  db: Kysely<Database>,
-  flavour: SqlFlavour,
-  start: Exclude<BatchStart, 'off'>,
-  o: { viaKysely?: boolean; batchesInFlight?: number } = {},
-): CommitQueue => {
+export const commitQueue = (db: Kysely<Database>, flavour: SqlFlavour, start: Exclude<BatchStart, 'off'>, o: { viaKysely?: boolean } = {}): CommitQueue => {
   const sync = o.viaKysely === true ? undefined : flavour.syncWriter;
-  return new CommitQueue(db, flavour.groupCommit ? start : 'off', sync, sync ? 1 : (o.batchesInFlight ?? 1));
+  return new CommitQueue(db, flavour.groupCommit ? start : 'off', sync, sync ? 1 : (flavour.groupCommitBatches ?? 1));
 };
 
 /** One compiled statement for many callers, group-committed (see CommitQueue). Used on hot paths only (QR codes, callbacks). */
@@ -239,11 +234,9 @@ const outboxQueues = new WeakMap<Kysely<Database>, CommitQueue>();
  * went at the pace of the round trip to the backend: 10,600-13,000 callbacks/s against 13,100-15,700.
  */
 export function outboxCommitQueue(db: Kysely<Database>, flavour: SqlFlavour): CommitQueue {
-  // Several batches at once (SqlFlavour.outboxBatches) where the pool has connections for them: a settlement
-  // holds its code's row lock until its batch commits, so a batch waits longer than an insert's would.
   let queue = outboxQueues.get(db);
   if (!queue) {
-    queue = commitQueue(db, flavour, 'turn', { viaKysely: true, batchesInFlight: flavour.outboxBatches ?? 1 });
+    queue = commitQueue(db, flavour, 'turn', { viaKysely: true });
     outboxQueues.set(db, queue);
   }
   return queue;
