@@ -19,11 +19,6 @@ export interface SqlFlavour {
    */
   readonly groupCommit: boolean;
   /**
-   * Batches of one commit queue that may run at once, each holding a connection (see CommitQueue). 1 where
-   * there is one connection (SQLite); on PostgreSQL a share of the pool (postgres/open.ts).
-   */
-  readonly groupCommitBatches?: number;
-  /**
    * A way to run a batch of the group-committed writes without a promise per statement, where the driver
    * is synchronous (SQLite): see SyncWriter. Undefined on PostgreSQL, whose statements cross the network.
    */

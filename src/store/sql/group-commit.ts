@@ -81,27 +81,17 @@ interface Item {
  * synchronous anyway), a batch holds Kysely's connection once and runs all its statements synchronously:
  * no promise, no query executor and no connection hand-over per statement (~5 µs less of the event loop per
  * QR code; docs/benchmarks.md "What the QR issuance benchmark measures").
- *
- * Up to `batchesInFlight` batches run at once, each on a connection of its own (PostgreSQL's pool; SQLite
- * has one connection and one writer, so 1 there). Writes that arrive while that many are in flight wait
- * for the next batch: with one in flight a node's writes queue behind one round trip to the database; with
- * several, a second batch starts while the first waits for its commit.
  */
 export class CommitQueue {
   private pending: Item[] = [];
-  /** Batches started and not yet done. */
-  private inFlight = 0;
+  private writing = false;
   private scheduled = false;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly start: BatchStart,
     private readonly sync?: SyncWriter,
-    private readonly batchesInFlight = 1,
-  ) {
-    if (!Number.isInteger(batchesInFlight) || batchesInFlight < 1) throw new RangeError(`batchesInFlight must be a positive integer, not ${batchesInFlight}`);
-    if (sync && batchesInFlight !== 1) throw new RangeError('a synchronous writer runs one batch at a time');
-  }
+  ) {}
 
   /** Runs one compiled statement; resolves with the number of rows it changed. */
   async run(sql: string | CompiledQuery, params: readonly unknown[]): Promise<number> {
@@ -113,14 +103,14 @@ export class CommitQueue {
     if (this.start === 'off') return this.alone(write);
     return new Promise((resolve, reject) => {
       this.pending.push({ write, resolve, reject });
-      if (this.inFlight >= this.batchesInFlight || this.scheduled) return;
+      if (this.writing || this.scheduled) return;
       if (this.start === 'immediate') {
-        this.startBatches();
+        void this.drain();
       } else {
         this.scheduled = true;
         setImmediate(() => {
           this.scheduled = false;
-          this.startBatches();
+          void this.drain();
         });
       }
     });
@@ -136,24 +126,19 @@ export class CommitQueue {
     return this.db.transaction().execute((trx) => runWrite(trx, write));
   }
 
-  /**
-   * Starts a batch of everything pending while fewer than `batchesInFlight` run; each batch that ends
-   * starts the next one of what arrived meanwhile (at once: those writes have waited a batch already).
-   */
-  private startBatches(): void {
-    while (this.pending.length > 0 && this.inFlight < this.batchesInFlight) {
-      const batch = this.pending;
-      this.pending = [];
-      this.inFlight++;
-      // flush settles every write of its batch itself; nothing is left to reject here.
-      void this.flush(batch).finally(() => {
-        this.inFlight--;
-        this.startBatches();
-      });
+  private async drain(): Promise<void> {
+    if (this.writing) return;
+    this.writing = true;
+    try {
+      while (this.pending.length > 0) await this.flush();
+    } finally {
+      this.writing = false;
     }
   }
 
-  private async flush(batch: Item[]): Promise<void> {
+  private async flush(): Promise<void> {
+    const batch = this.pending;
+    this.pending = [];
     if (this.sync) return this.flushSync(batch, this.sync);
     if (batch.length > 1) {
       try {
@@ -203,10 +188,8 @@ export class CommitQueue {
  * A commit queue for a flavour: batches where it group-commits, its synchronous writer where it has one
  * (unless `viaKysely`, see outboxCommitQueue).
  */
-export const commitQueue = (db: Kysely<Database>, flavour: SqlFlavour, start: Exclude<BatchStart, 'off'>, o: { viaKysely?: boolean } = {}): CommitQueue => {
-  const sync = o.viaKysely === true ? undefined : flavour.syncWriter;
-  return new CommitQueue(db, flavour.groupCommit ? start : 'off', sync, sync ? 1 : (flavour.groupCommitBatches ?? 1));
-};
+export const commitQueue = (db: Kysely<Database>, flavour: SqlFlavour, start: Exclude<BatchStart, 'off'>, o: { viaKysely?: boolean } = {}): CommitQueue =>
+  new CommitQueue(db, flavour.groupCommit ? start : 'off', o.viaKysely === true ? undefined : flavour.syncWriter);
 
 /** One compiled statement for many callers, group-committed (see CommitQueue). Used on hot paths only (QR codes, callbacks). */
 export class GroupCommit {
