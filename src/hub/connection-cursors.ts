@@ -13,7 +13,7 @@ export class ConnectionCursors {
   /** The first connection the tab got, unless it has gone (then undefined, and `rest` holds the others). */
   private first: TabConnection | undefined;
   private firstCursor: number | undefined;
-  /** Connections after the first, oldest first; undefined while there are none. */
+  /** Connections after the first, oldest first; undefined while there are none (never an empty Map). */
   private rest: Map<TabConnection, number | undefined> | undefined;
 
   get size(): number {
@@ -22,10 +22,6 @@ export class ConnectionCursors {
 
   has(connection: TabConnection): boolean {
     return connection === this.first || (this.rest?.has(connection) ?? false);
-  }
-
-  get(connection: TabConnection): number | undefined {
-    return connection === this.first ? this.firstCursor : this.rest?.get(connection);
   }
 
   /** Sets the cursor of a connection; one the tab does not have yet becomes its newest. */
@@ -45,7 +41,6 @@ export class ConnectionCursors {
     if (connection === this.first) {
       this.first = undefined;
       this.firstCursor = undefined;
-      if (this.rest?.size === 0) this.rest = undefined;
       return true;
     }
     if (this.rest === undefined || !this.rest.delete(connection)) return false;
