@@ -96,7 +96,7 @@ export const callbacks: Benchmark = {
       const received = JSON.parse(
         (await request(`https://127.0.0.1:${rx.port}/count`, { dispatcher: agent }).then((res) => res.body.text())) as string,
       ) as { received: number };
-      const expected = 1 + 3 * (WARMUP_PASSES + ROUNDS) * N;
+      const expected = 1 + KINDS.length * (WARMUP_PASSES + ROUNDS) * N;
 
       // The throughput rounds are done: the in-process app goes before the latency run starts its server.
       await app.close();

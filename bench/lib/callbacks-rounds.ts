@@ -5,7 +5,7 @@
  */
 import { request, type Agent } from 'undici';
 import type { CallbackDeliverer } from '../../src/callbacks/deliverer.js';
-import type { Callback, CallbackStore, LoginCode, Store } from '../../src/store/stores.js';
+import type { Callback, CallbackStore, CallbackToStore, LoginCode, Store } from '../../src/store/stores.js';
 import { CpuWindow, expect, ownCpu, type CpuProbe } from './channel-common.js';
 import { PLAIN_CONCURRENCY, ROUND_TIMEOUT_MS, type Round } from './callbacks-settings.js';
 import { percentile } from './stats.js';
@@ -14,11 +14,16 @@ import { percentile } from './stats.js';
 export interface DeliveryHooks {
   delivered: (id: string) => void;
   retried: number;
+  /** While set, a delivered mark is answered without the store (the `storeless` rounds). */
+  storeless: boolean;
 }
 
-/** The callback store with a hook on markDelivered: the moment a 2xx has been recorded. */
+/**
+ * The callback store with a hook on markDelivered: the moment a 2xx has been recorded. With
+ * `hooks.storeless` set, the mark is not written (and counts as moved).
+ */
 export function observed(store: Store): { store: Store; hooks: DeliveryHooks } {
-  const hooks = { delivered: (_id: string): void => undefined, retried: 0 };
+  const hooks: DeliveryHooks = { delivered: (_id: string): void => undefined, retried: 0, storeless: false };
   const inner = store.callbacks;
   const callbacks: CallbackStore = {
     insert: (c, leaseUntil) => inner.insert(c, leaseUntil),
@@ -28,7 +33,7 @@ export function observed(store: Store): { store: Store; hooks: DeliveryHooks } {
     deleteEnded: (before) => inner.deleteEnded(before),
     renewLease: (id, heldUntil, until) => inner.renewLease(id, heldUntil, until),
     async markDelivered(id, now) {
-      const moved = await inner.markDelivered(id, now);
+      const moved = hooks.storeless || (await inner.markDelivered(id, now));
       if (moved) hooks.delivered(id);
       return moved;
     },
@@ -57,15 +62,21 @@ export interface OutboxRig {
 /**
  * One outbox round. `outbox`: n codes are issued first (uncounted), then PLAIN_CONCURRENCY producers
  * settle them as a signature does in backend mode (QuickLogin.sign -> backendMode.settleWith ->
- * deliverer.storeAndAttempt with the code store's settle). `enqueue`: deliverer.enqueue awaited one by
- * one, as the benchmark measured before (a path production does not take since callbacks are stored
- * with their code's settlement).
+ * deliverer.storeAndAttempt with the code store's settle). `storeless`: the same producers and
+ * deliverer, but the settlement and the delivered mark are answered without touching the store, so the
+ * round shows what the rest of a callback (signing, the POST, the deliverer's own work) allows on this
+ * machine. `enqueue`: deliverer.enqueue awaited one by one, as the benchmark measured before (a path
+ * production does not take since callbacks are stored with their code's settlement).
  */
-export async function outboxRound(rig: OutboxRig, kind: 'outbox' | 'enqueue', n: number, tag: string): Promise<Round> {
+export async function outboxRound(rig: OutboxRig, kind: 'outbox' | 'storeless' | 'enqueue', n: number, tag: string): Promise<Round> {
   const { store, hooks, deliverer, template, flowCode } = rig;
   const created = Date.now();
   const codes = Array.from({ length: n }, (_, i): LoginCode => ({ ...flowCode, code: `b${tag}x${i}`, state: 'pending', legalId: null, signedAt: null, createdAt: created, expiresAt: created + 300_000 }));
   if (kind === 'outbox') await Promise.all(codes.map((c) => store.codes.insert(c)));
+  const save =
+    kind === 'storeless'
+      ? async (): Promise<boolean> => true
+      : (code: string, toStore: CallbackToStore): Promise<boolean> => store.codes.settle(code, { state: 'approved', legalId: flowCode.legalId!, now: Date.now(), callback: toStore });
   const callbackFor = (code: string): Callback => {
     const now = Date.now();
     return { ...template, id: `msg_${code}`, state: 'pending', attempts: 0, nextAttemptAt: now, deadline: now + 300_000, lastError: null, createdAt: now, deliveredAt: null };
@@ -83,6 +94,7 @@ export async function outboxRound(rig: OutboxRig, kind: 'outbox' | 'enqueue', n:
       if (latencies.length === n) resolve();
     };
   });
+  hooks.storeless = kind === 'storeless';
   const window = await CpuWindow.open([ownCpu, rig.receiverCpu]);
   const t0 = performance.now();
   if (kind === 'enqueue') {
@@ -98,9 +110,7 @@ export async function outboxRound(rig: OutboxRig, kind: 'outbox' | 'enqueue', n:
         const { code } = codes[next++]!;
         const callback = callbackFor(code);
         enqueuedAt.set(callback.id, performance.now());
-        const settled = await deliverer.storeAndAttempt(callback, (toStore) =>
-          store.codes.settle(code, { state: 'approved', legalId: flowCode.legalId!, now: Date.now(), callback: toStore }),
-        );
+        const settled = await deliverer.storeAndAttempt(callback, (toStore) => save(code, toStore));
         expect(settled, `code ${code} was not settled`);
       }
     };
@@ -108,6 +118,7 @@ export async function outboxRound(rig: OutboxRig, kind: 'outbox' | 'enqueue', n:
   }
   const timeout = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), ROUND_TIMEOUT_MS).unref());
   const outcome = await Promise.race([done, timeout]);
+  hooks.storeless = false;
   const cpu = await window.close();
   expect(outcome !== 'timeout', `${kind} round ${tag}: ${latencies.length} of ${n} callbacks delivered in ${ROUND_TIMEOUT_MS} ms`);
   const ms = last - t0;

@@ -12,10 +12,10 @@ export const N = 2_000;
  * the later ones. A few seconds in all; the budget is about a node that has been delivering a while.
  */
 export const WARMUP_PASSES = 6;
-/** Rounds of each kind, taken in turn (plain, outbox, enqueue, plain ...); the rate is the median. */
+/** Rounds of each kind, taken in turn (plain, outbox, storeless, enqueue, plain ...); the rate is the median. */
 export const ROUNDS = 5;
 /** The order the kinds are taken in, within a warm-up pass and within a counted round. */
-export const KINDS = ['plain', 'outbox', 'enqueue'] as const;
+export const KINDS = ['plain', 'outbox', 'storeless', 'enqueue'] as const;
 /**
  * Requests in flight for the plain POSTs, and signatures in flight (producers) for the outbox: as many
  * signing requests at once as plain requests.
@@ -28,8 +28,12 @@ export const ROUND_TIMEOUT_MS = 60_000;
 
 /** One measured round of one kind. */
 export interface Round {
-  /** outbox: settle + callback, 16 producers; enqueue: deliverer.enqueue awaited one by one (the earlier benchmark); plain: undici POSTs. */
-  kind: 'outbox' | 'enqueue' | 'plain';
+  /**
+   * outbox: settle + callback, 16 producers; storeless: the same with the store's two writes (settle,
+   * delivered) answered without touching SQLite, the outbox's ceiling on this machine; enqueue:
+   * deliverer.enqueue awaited one by one (the earlier benchmark); plain: undici POSTs.
+   */
+  kind: 'outbox' | 'storeless' | 'enqueue' | 'plain';
   count: number;
   ms: number;
   rate: number;
