@@ -10,6 +10,7 @@ import type { ChildServer } from './child.js';
 import { openFilesLimit, rssBytes } from './channel-worker.js';
 import { fetchOnce } from './load.js';
 import { backgroundLoad, machineBusyMicros, otherPercent } from './sysload.js';
+import { runsBuiltCode } from './shipped-build.js';
 
 /** Rows where other processes took more than this (% of one core) are flagged, as in qr-issuance. */
 export const OTHER_CPU_LIMIT = 10;
@@ -25,12 +26,12 @@ export const versionOf = (pkg: string): string => {
   }
 };
 
-/** The code measured: commit, and whether src/ differs from it. */
+/** The code measured: commit, whether src/ differs from it, and whether the servers ran src/ rather than its build. */
 export const revision = (): string => {
   try {
     const git = (...args: string[]) => execFileSync('git', args, { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
     const dirty = git('status', '--porcelain', '--', 'src') !== '';
-    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' + uncommitted changes in src/' : ''}`;
+    return `${git('rev-parse', '--short', 'HEAD')}${dirty ? ' + uncommitted changes in src/' : ''}${runsBuiltCode() ? '' : ' (servers run src/ through tsx: BENCH_CODE=src)'}`;
   } catch {
     return 'unknown (not a git checkout)';
   }

@@ -6,10 +6,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ensureBuilt, runsBuiltCode } from './shipped-build.js';
 
 // tsx's loader, so a child runs TypeScript the way `tsx bench/run.ts` runs this process, without
 // going through the tsx CLI (which would put another process between us and the server).
 const tsxLoader = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
+// Then src/ from its build in dist/ (shipped-code-hooks.mjs), unless BENCH_CODE=src.
+const shippedCode = new URL('./shipped-code.mjs', import.meta.url).href;
 
 const live = new Set<ChildProcess>();
 
@@ -55,10 +58,13 @@ function waitExit(child: ChildProcess, ms: number): Promise<boolean> {
 /**
  * Runs the TypeScript file `entry` in a new node process (with `nodeArgs` before it and `args`
  * after it), stdout and stderr shared with this one, an IPC channel open, and registered so that
- * it is killed when this process ends. A failed spawn leaves `pid` undefined.
+ * it is killed when this process ends. The modules of src/ it imports run as built in dist/ (built
+ * first if src/ changed). A failed spawn leaves `pid` undefined.
  */
 export function spawnTracked(entry: URL, args: readonly string[], nodeArgs: readonly string[] = []): ChildProcess {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', tsxLoader, fileURLToPath(entry), ...args], {
+  ensureBuilt();
+  const built = runsBuiltCode() ? ['--import', shippedCode] : [];
+  const child = spawn(process.execPath, [...nodeArgs, '--import', tsxLoader, ...built, fileURLToPath(entry), ...args], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   live.add(child);
