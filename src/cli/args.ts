@@ -100,7 +100,11 @@ export function parseFlags(command: string, flags: readonly Flag[], argv: string
     const name = arg.startsWith('--') ? arg.slice(2, eq === -1 ? undefined : eq) : '';
     const inline = eq === -1 ? undefined : arg.slice(eq + 1);
     const flag = byName.get(name);
-    if (!flag) throw new UsageError(`unknown flag ${eq === -1 ? arg : arg.slice(0, eq)}`, command);
+    if (!flag) {
+      // Every flag is long, so "-x…" is a mistyped flag or an operand starting with "-" (an id): say how to pass one.
+      const operandHint = arg.startsWith('--') ? '' : ' (put -- before an operand that starts with "-")';
+      throw new UsageError(`unknown flag ${eq === -1 ? arg : arg.slice(0, eq)}${operandHint}`, command);
+    }
     if (flag.kind === 'boolean') {
       if (inline !== undefined) throw new UsageError(`--${flag.name} takes no value (got "${inline}")`, command);
       parsed.booleans[flag.name] = true;

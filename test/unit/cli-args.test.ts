@@ -41,7 +41,9 @@ describe('parseFlags', () => {
   it('names the flag in every usage error', () => {
     expect(usage(['--nope'])).toBe('unknown flag --nope');
     expect(usage(['--nope=1'])).toBe('unknown flag --nope');
-    expect(usage(['-x'])).toBe('unknown flag -x');
+    expect(usage(['-x'])).toBe('unknown flag -x (put -- before an operand that starts with "-")');
+    // The way out it names works: an id that starts with "-" is an operand after --.
+    expect(parseFlags('demo', FLAGS, ['revoke', '--', '-uLG8KjrWQw3']).positionals).toEqual(['revoke', '-uLG8KjrWQw3']);
     expect(usage(['--key'])).toBe('--key needs a value (FILE)');
     expect(usage(['--key', '--yes'])).toBe('--key needs a value (FILE)');
     expect(usage(['--yes=no'])).toContain('--yes takes no value');
