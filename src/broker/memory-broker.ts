@@ -76,6 +76,8 @@ export class MemoryBroker implements Broker {
     if (!this.nodes.has(node)) this.nodes.set(node, now + this.bounds.presenceTtlMs);
     const holder = stream.holders.find((h) => h.node === node);
     if (holder) holder.connectedUntil = connectedUntil;
+    // A literal when it is the first: push onto an empty array reserves room for 16 (~120 B more per idle tab).
+    else if (stream.holders.length === 0) stream.holders = [{ node, connectedUntil }];
     else stream.holders.push({ node, connectedUntil });
     return { created: existing === undefined, epoch: stream.epoch };
   }

@@ -19,7 +19,8 @@ export interface WebSocketUpgradeOptions {
   decide: (request: IncomingMessage) => UpgradeDecision;
   /** Serves an accepted socket; returns a function that records a sign of life (any frame). */
   /** `raw`: the upgraded TCP (or TLS) socket under `socket`, for corking its writes. */
-  serve: (socket: WebSocket, sessionHash: string, alive: () => void, raw: Duplex) => void;
+  /** Serves an accepted socket; `closed` is called once when it closes (the upgrade owns the one close listener). */
+  serve: (socket: WebSocket, sessionHash: string, alive: () => void, raw: Duplex) => { closed(): void };
   /** A whole HTTP response refusing the handshake (problem+json), with the extra header fields given. */
   refusal: (error: TabwireError, path: string, headers: Record<string, string>) => string;
 }
@@ -120,9 +121,14 @@ export class WebSocketUpgrade {
     if (setCookie !== undefined) this.pendingCookies.set(request, setCookie);
     this.server.handleUpgrade(request, socket, head, (ws) => {
       this.lastFrame.set(ws, this.o.clock.now());
-      ws.on('close', () => this.lastFrame.delete(ws));
       ws.on('error', () => ws.terminate());
-      this.o.serve(ws, sessionHash, () => this.lastFrame.set(ws, this.o.clock.now()), socket);
+      const served = this.o.serve(ws, sessionHash, () => this.lastFrame.set(ws, this.o.clock.now()), socket);
+      // One close listener for both (ws keeps one more for its client list): a third would grow the
+      // socket's listener array from 2 slots to 20 (~140 B per idle tab, docs/benchmarks.md "channel-memory").
+      ws.on('close', () => {
+        this.lastFrame.delete(ws);
+        served.closed();
+      });
     });
   }
 

@@ -126,9 +126,12 @@ class WebSocketTab implements TabConnection {
   }
 }
 
-/** Serves one accepted `/ClientEventsWS` socket bound to `session` (see WebSocketTab). */
-export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketChannelOptions, alive: () => void, raw: Duplex): void {
+/**
+ * Serves one accepted `/ClientEventsWS` socket bound to `session` (see WebSocketTab). The caller calls
+ * `closed()` on what it returns when the socket closes (websocket-upgrade.ts holds the close listener).
+ */
+export function serveWebSocket(socket: WebSocket, session: string, o: WebSocketChannelOptions, alive: () => void, raw: Duplex): { closed(): void } {
   const tab = new WebSocketTab(socket, raw, session, o, alive);
   socket.on('message', (data, isBinary) => tab.received(data, isBinary));
-  socket.on('close', () => tab.closed());
+  return tab;
 }
