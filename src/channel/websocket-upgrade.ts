@@ -17,9 +17,11 @@ export interface WebSocketUpgradeOptions {
   pingTimeoutMs: number;
   /** Checks subprotocol, Origin and session of a handshake (no Fastify request exists for it). */
   decide: (request: IncomingMessage) => UpgradeDecision;
-  /** Serves an accepted socket; returns a function that records a sign of life (any frame). */
-  /** `raw`: the upgraded TCP (or TLS) socket under `socket`, for corking its writes. */
-  /** Serves an accepted socket; `closed` is called once when it closes (the upgrade owns the one close listener). */
+  /**
+   * Serves an accepted socket. `alive` records a sign of life (any frame); `raw` is the upgraded TCP (or TLS)
+   * socket under `socket`, for corking its writes. The upgrade holds the socket's one close listener and
+   * calls `closed()` on what this returns, once.
+   */
   serve: (socket: WebSocket, sessionHash: string, alive: () => void, raw: Duplex) => { closed(): void };
   /** A whole HTTP response refusing the handshake (problem+json), with the extra header fields given. */
   refusal: (error: TabwireError, path: string, headers: Record<string, string>) => string;
@@ -122,13 +124,15 @@ export class WebSocketUpgrade {
     this.server.handleUpgrade(request, socket, head, (ws) => {
       this.lastFrame.set(ws, this.o.clock.now());
       ws.on('error', () => ws.terminate());
-      const served = this.o.serve(ws, sessionHash, () => this.lastFrame.set(ws, this.o.clock.now()), socket);
-      // One close listener for both (ws keeps one more for its client list): a third would grow the
-      // socket's listener array from 2 slots to 20 (~140 B per idle tab, docs/benchmarks.md "channel-memory").
+      // One close listener for the watchdog's map and the tab (ws keeps one more for its client list): a third
+      // would grow the socket's listener array from 2 slots to 20 (~140 B per idle tab, docs/benchmarks.md
+      // "channel-memory"). Added before `serve`, so the map is cleaned even if serving failed.
+      let served: { closed(): void } | undefined;
       ws.on('close', () => {
         this.lastFrame.delete(ws);
-        served.closed();
+        served?.closed();
       });
+      served = this.o.serve(ws, sessionHash, () => this.lastFrame.set(ws, this.o.clock.now()), socket);
     });
   }
 
