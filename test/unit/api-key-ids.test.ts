@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createApiKey, isValidApiKey } from '../../src/agent/api-keys.js';
 import { parseFlags } from '../../src/cli/args.js';
 import { ManualClock } from '../../src/clock.js';
-import { BACKENDS, type Stores } from '../helpers/backends.js';
+import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // `tabwire apikey revoke <id>` takes the id as an operand: an id starting with "-" would be read as a flag.
 // The ids used to be the stored hash's base64url, which starts with "-" for one key in 64.
 describe('API key ids', () => {
-  let stores: Stores;
-  beforeAll(async () => {
-    stores = await BACKENDS.find((b) => b.name === 'sqlite')!.open();
-  });
-  afterAll(() => stores.close());
+  const stores = useStores(BACKENDS.find((b) => b.name === 'sqlite')!);
 
   it('are 16 hex digits, never a flag to the CLI, and revoke the key they name', async () => {
     const clock = new ManualClock(1_700_000_000_000);
