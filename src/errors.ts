@@ -4,6 +4,7 @@
  */
 export const errorCatalogue = {
   validation_failed: { status: 400, title: 'The request is not valid' },
+  public_key_refused: { status: 400, title: 'The public key proves nothing (not canonical, not on the curve, or of small order)' },
   malformed_json: { status: 400, title: 'The request body is not valid JSON' },
   request_malformed: { status: 400, title: 'The request is not well-formed HTTP/1.1' },
   url_malformed: { status: 400, title: 'The URL is not validly percent-encoded' },
@@ -34,6 +35,7 @@ export const errorCatalogue = {
   tab_session_mismatch: { status: 403, title: 'The tab belongs to another session' },
   tab_owned_by_other_account: { status: 403, title: 'The tab carries another account\'s event handlers' },
   identity_not_approved: { status: 403, title: 'The identity is not approved for signing' },
+  identity_key_refused: { status: 403, title: 'The identity\'s key proves nothing; it may not sign' },
   signature_invalid: { status: 403, title: 'The signature does not verify' },
   binding_required: { status: 403, title: 'The login code is bound to the signing app that fetched it; send its Tabwire-Binding token' },
   not_found: { status: 404, title: 'No such resource' },

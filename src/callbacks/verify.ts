@@ -1,10 +1,12 @@
 import { createPublicKey, verify } from 'node:crypto';
+import { strictlyEncoded } from '../protocol/ed25519-strict.js';
 
 /**
  * `tabwire/backend`: verifies a tabwire callback in a site's backend (docs/backend.md).
  * Standard Webhooks asymmetric scheme: `webhook-signature: v1a,<base64 Ed25519>` over
  * `${webhook-id}.${webhook-timestamp}.${rawBody}`, with the service's public key (`whpk_…` from
- * `/.well-known/tabwire/webhook-key`). Self-contained: imports only node:crypto.
+ * `/.well-known/tabwire/webhook-key`). Self-contained: node:crypto and the pure strict-encoding checks
+ * (a key or R of small order, or a non-canonical S, never verifies).
  */
 
 export class CallbackVerificationError extends Error {
@@ -46,7 +48,9 @@ export function verifyCallback(headers: HeaderBag, rawBody: string | Buffer, pub
   const content = Buffer.from(`${id}.${seconds}.${body}`, 'utf8');
   const valid = signatures.split(' ').some((entry) => {
     const [version, signature] = entry.split(',');
-    return version === 'v1a' && signature !== undefined && verify(null, content, key, Buffer.from(signature, 'base64'));
+    if (version !== 'v1a' || signature === undefined) return false;
+    const bytes = Buffer.from(signature, 'base64');
+    return strictlyEncoded(raw, bytes) && verify(null, content, key, bytes);
   });
   if (!valid) throw new CallbackVerificationError('no valid v1a signature');
   return JSON.parse(body) as unknown;

@@ -1,7 +1,7 @@
 import { systemClock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { createIdentity } from '../identity/create.js';
-import { canTransition, type IdentityState } from '../identity/identity.js';
+import { canTransition, type Identity, type IdentityState } from '../identity/identity.js';
 import { writeKeyFile } from '../identity/key-file.js';
 import { openStore } from '../store/open.js';
 import { listOutput } from './list-output.js';
@@ -47,7 +47,9 @@ export async function identityCommand(config: Config, args: IdentityArgs): Promi
       return `${identity.id}\n`;
     }
     if (args.action === 'list') {
-      return listOutput(['ID', 'STATE', 'PROPERTIES'], (await identities.list()).map((i) => [i.id, i.state, JSON.stringify(i.properties)]));
+      // KEY says whether the identity's key may sign: `refused:<why>` marks a key that proves nothing (docs/signing.md).
+      const key = (i: Identity): string => (i.keyProblem ? `refused:${i.keyProblem}` : 'ok');
+      return listOutput(['ID', 'STATE', 'KEY', 'PROPERTIES'], (await identities.list()).map((i) => [i.id, i.state, key(i), JSON.stringify(i.properties)]));
     }
     const target = OPERATOR_MOVES[args.action];
     if (!target) throw new Error(`unknown identity action "${args.action}"`);

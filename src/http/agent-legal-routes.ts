@@ -101,7 +101,7 @@ export async function agentLegalRoutes(fastify: FastifyInstance, o: AgentLegalRo
         body: ApplySchema,
         response: {
           201: json(Type.Object({ identity: IdentityView }), 'The identity, in state Created'),
-          ...problems(JSON_BODY, BEARER, 'signature_invalid', 'identity_limit_reached'),
+          ...problems(JSON_BODY, BEARER, 'public_key_refused', 'signature_invalid', 'identity_limit_reached'),
         },
       },
     },

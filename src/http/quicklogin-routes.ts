@@ -141,6 +141,9 @@ export async function quickLoginRoutes(fastify: FastifyInstance, o: QuickLoginRo
     // The page itself shows nothing from the request; its script fetches this same URL as JSON.
     if (prefersHtml(request.headers.accept)) return sendPage(reply, signPage);
     const { code } = request.params;
+    // Fastify answers HEAD with this handler. HEAD is safe (RFC 9110 §9.2.1) and its body is never sent,
+    // so it must not bind the code: it only reads the code (404, 409 used, 410 expired, as a GET would).
+    if (request.method === 'HEAD') return reply.header('cache-control', 'no-store').send(await o.quickLogin.peek(code));
     return reply.header('cache-control', 'no-store').send(await o.quickLogin.describe(code, request.headers[BINDING_HEADER]));
   });
 

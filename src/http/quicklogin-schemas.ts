@@ -129,7 +129,7 @@ export const signInfoSchema = {
 
 const decision = Type.Union([Type.Literal('approve'), Type.Literal('reject')]);
 const signedAnswer = json(Type.Object({ state: Type.Union([Type.Literal('approved'), Type.Literal('rejected')]) }), 'The code is settled');
-const SIGN_REFUSALS = [...CODE_REFUSALS, 'identity_not_found', 'identity_not_approved', 'signature_invalid', 'service_not_registered', 'binding_required'] as const;
+const SIGN_REFUSALS = [...CODE_REFUSALS, 'identity_not_found', 'identity_not_approved', 'identity_key_refused', 'signature_invalid', 'service_not_registered', 'binding_required'] as const;
 
 export const devApprovalSchema = {
   tags: ['QuickLogin'],

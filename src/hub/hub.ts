@@ -134,6 +134,20 @@ export class Hub implements Delivery {
     return created ? 'created' : 'attached';
   }
 
+  /**
+   * A QR request bound the tab before its page connected (a first visit): the tab is held here without a
+   * connection, as a registered tab whose page left is, so it counts toward its session's tabsPerSession
+   * and is forgotten (with its binding) after tabIdleMs unless a connection attaches.
+   */
+  async reserve(address: TabAddress): Promise<'held' | 'too_many_tabs'> {
+    if (this.tabs.has(address)) return 'held';
+    const now = this.o.clock.now();
+    const tab = this.tabs.create(address, now, this.o.maxTabsPerSession);
+    if (!tab) return 'too_many_tabs';
+    await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
+    return 'held';
+  }
+
   /** The connection went away; the tab stays here until it is idle for tabIdleMs. */
   detach(address: TabAddress, connection: TabConnection): void {
     const tab = this.tabs.get(address);

@@ -16,6 +16,8 @@ export interface TabRegistryOptions {
   resultReplayMs: number;
   /** How long a QR request waits for its tab's Register before it is refused (`awaitRegistration`). */
   registrationWaitMs: number;
+  /** How long a tab without a connection is held (config `tabIdleSeconds`): a refused binding may be retried after it. */
+  tabIdleMs: number;
 }
 
 /** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
@@ -134,8 +136,15 @@ export class TabRegistry {
       // Only a Register of this session can ever receive what is addressed to the tab from now on.
       const bound = await this.o.tabs.bind(tabId, session, this.o.clock.now(), o.origin);
       if (bound === 'conflict') throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
+      const address = { tabId, session };
+      // Held here like a registered tab whose page has not connected yet: it counts toward the session's
+      // tabsPerSession and is let go after tabIdleSeconds without a connection (its binding with it).
+      if ((await this.o.hub.reserve(address)) === 'too_many_tabs') {
+        if (bound === 'created') await this.removeBinding(address);
+        throw new TabwireError('tab_limit_reached', undefined, { retryAfter: Math.ceil(this.o.tabIdleMs / 1000) });
+      }
       this.owners.set(tabId, session);
-      return { tabId, session };
+      return address;
     }
     this.owners.set(tabId, owner);
     if (owner !== session) throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);

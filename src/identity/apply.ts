@@ -5,7 +5,7 @@ import type { Store } from '../store/stores.js';
 import { applicationMessage, type IdentityApplication } from './application.js';
 import { PROPERTY_NAME } from './create.js';
 import type { Identity } from './identity.js';
-import { verifyEd25519 } from './keys.js';
+import { publicKeyProblem, verifyEd25519 } from './keys.js';
 
 const DAY_MS = 86_400_000;
 
@@ -32,6 +32,10 @@ export async function applyForIdentity(
 ): Promise<Identity> {
   for (const name of Object.keys(application.properties)) {
     if (!PROPERTY_NAME.test(name)) throw new TabwireError('validation_failed', `Property name "${name}" is not valid (letters, digits, _ . -)`);
+  }
+  const keyProblem = publicKeyProblem(application.publicKey);
+  if (keyProblem) {
+    throw new TabwireError('public_key_refused', `The public key is refused (${keyProblem}): apply with a freshly generated Ed25519 key (docs/signing.md)`);
   }
   if (!verifyEd25519(application.publicKey, applicationMessage(account.userName, application), signature)) {
     throw new TabwireError('signature_invalid', 'The application is not signed by the key it applies with (docs/agent-api.md)');

@@ -1,3 +1,5 @@
+import type { Ed25519EncodingProblem } from '../protocol/ed25519-strict.js';
+
 /** Identity ("legal ID") states and the moves between them (docs/signing.md). */
 export const IDENTITY_STATES = ['Created', 'Approved', 'Rejected', 'Obsoleted', 'Compromised'] as const;
 export type IdentityState = (typeof IDENTITY_STATES)[number];
@@ -39,6 +41,11 @@ export interface Identity {
   clientPubKey: string;
   /** The agent account that applied for it; null for identities an operator created with the CLI. */
   accountId: string | null;
+  /**
+   * Set on identities stored before keys were checked whose key proves nothing (small order or not
+   * canonical, docs/signing.md "Keys that are refused"): kept, listed by the operator CLI, never signs.
+   */
+  keyProblem?: Ed25519EncodingProblem;
 }
 
 /** Only an approved identity inside its validity period may sign (docs/signing.md). */

@@ -183,6 +183,9 @@ export class QuickLogin {
     if (!maySign(identity, now)) {
       throw new TabwireError('identity_not_approved', `Identity "${identity.id}" is ${identity.state}; only an Approved identity may sign`);
     }
+    if (identity.keyProblem) {
+      throw new TabwireError('identity_key_refused', `Identity "${identity.id}" has a key that proves nothing (${identity.keyProblem}); it may not sign`);
+    }
     const message = signedMessage(this.challengeOf(record), identity.id, signature.decision);
     if (!verifyEd25519(identity.clientPubKey, message, signature.signature)) {
       throw new TabwireError('signature_invalid', 'The signature does not verify with the identity\'s key over the challenge (docs/signing.md)');

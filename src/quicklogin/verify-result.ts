@@ -1,5 +1,6 @@
 import { createPublicKey, verify } from 'node:crypto';
 import canonicalize from 'canonicalize';
+import { strictlyEncoded } from '../protocol/ed25519-strict.js';
 
 /**
  * Verifies a login result's `ServerSignature` (docs/signing.md "The result"): the service's Ed25519
@@ -38,7 +39,7 @@ export function verifyResultSignature(result: unknown, keys: readonly ResultKeyJ
     let valid = false;
     try {
       const key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: jwk.x }, format: 'jwk' });
-      valid = verify(null, message, key, bytes);
+      valid = strictlyEncoded(Buffer.from(jwk.x, 'base64url'), bytes) && verify(null, message, key, bytes);
     } catch {
       continue; // a malformed key verifies nothing; the next one may
     }

@@ -1,4 +1,5 @@
 import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { encodedPointProblem } from '../protocol/ed25519-strict.js';
 
 // Portable DDL only (SQLite and PostgreSQL): Kysely's schema builder, no dialect-specific SQL.
 const migrations: Record<string, Migration> = {
@@ -203,7 +204,34 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('codes').addColumn('binding_hash', 'varchar(64)').execute();
     },
   },
+  '0011_identity_key_problems': {
+    async up(db: Kysely<any>) {
+      // Keys are checked when they are offered (docs/signing.md "Keys that are refused"); identities stored
+      // before that are checked here once. One whose key is of small order or not canonical is marked, not
+      // deleted: the operator sees it in `tabwire identity list`, and it can no longer sign.
+      await db.schema.alterTable('identities').addColumn('key_problem', 'varchar(32)').execute();
+      let after = '';
+      for (;;) {
+        const rows: { id: string; client_pub_key: string }[] = await db
+          .selectFrom('identities')
+          .select(['id', 'client_pub_key'])
+          .where('id', '>', after)
+          .orderBy('id')
+          .limit(MIGRATION_PAGE)
+          .execute();
+        for (const row of rows) {
+          const problem = encodedPointProblem(Buffer.from(row.client_pub_key, 'base64'));
+          if (problem) await db.updateTable('identities').set({ key_problem: problem }).where('id', '=', row.id).execute();
+        }
+        if (rows.length < MIGRATION_PAGE) break;
+        after = rows[rows.length - 1]!.id;
+      }
+    },
+  },
 };
+
+/** Rows read per query by a migration that visits a whole table. */
+const MIGRATION_PAGE = 1000;
 
 /** Migrations compiled into the program, so an installed service needs no migration files on disk. */
 export const migrationProvider: MigrationProvider = {

@@ -52,6 +52,7 @@ export interface IdentitiesTable {
   client_key_name: string;
   client_pub_key: string;
   account_id: string | null;
+  key_problem: string | null;
 }
 
 export interface AccountsTable {

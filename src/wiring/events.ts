@@ -75,6 +75,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     clock,
     resultReplayMs: config.outboxMaxAgeSeconds * 1000,
     registrationWaitMs: TAB_REGISTRATION_WAIT_MS,
+    tabIdleMs: config.tabIdleSeconds * 1000,
   });
   const timers = intervals(
     [() => hub.sweep(), HUB_SWEEP_MS],

@@ -5,6 +5,8 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Identity } from '../../src/identity/identity.js';
+import { generateEd25519 } from '../../src/identity/keys.js';
 import { migrationProvider } from '../../src/store/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres/open.js';
 import { COLUMN_RULES, StoreValueError } from '../../src/store/sql/column-rules.js';
@@ -98,6 +100,48 @@ describe('migrations', () => {
     await upgrade(new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) }), async () => {
       const store = await openPostgresStore(url, { size: 2 });
       return { list: async (p) => (await store.serverKeys.list(p)).map((k) => k.kid), close: () => store.close() };
+    });
+  });
+});
+
+describe('identities stored before keys were checked', () => {
+  const neutral = `AQ${'A'.repeat(41)}=`; // the neutral point: of small order
+  const nonCanonical = Buffer.from('f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f', 'hex').toString('base64'); // y = p + 3
+  const real = generateEd25519().publicKey;
+
+  /** Migrates to just before the key check, stores identities as an older version did, then opens the store. */
+  async function upgrade(db: Kysely<any>, open: () => Promise<{ get: (id: string) => Promise<Identity | undefined>; close: () => Promise<void> }>) {
+    const { error } = await new Migrator({ db, provider: migrationProvider }).migrateTo('0010_code_scan_freshness');
+    expect(error).toBeUndefined();
+    for (const [id, key] of [['real', real], ['neutral', neutral], ['non-canonical', nonCanonical]] as const) {
+      await sql`insert into identities (id, provider, state, created_at, updated_at, valid_from, valid_to, properties, attachments, client_key_name, client_pub_key)
+        values (${id}, 'legal.test', 'Approved', 1, 1, 1, 9999999999999, '{}', '[]', 'ed25519', ${key})`.execute(db);
+    }
+    await db.destroy();
+    const store = await open();
+    try {
+      // Marked, not deleted: both bad ones are still there, approved as before, and say why they cannot sign.
+      expect(await store.get('real')).not.toHaveProperty('keyProblem');
+      expect(await store.get('neutral')).toMatchObject({ state: 'Approved', keyProblem: 'small_order' });
+      expect(await store.get('non-canonical')).toMatchObject({ state: 'Approved', keyProblem: 'non_canonical' });
+    } finally {
+      await store.close();
+    }
+  }
+
+  it('are marked by the migration on SQLite', async () => {
+    const file = join(dir, 'keys.sqlite');
+    await upgrade(new Kysely({ dialect: new SqliteDialect({ database: new SQLite(file) }) }), async () => {
+      const store = await openSqliteStore(file);
+      return { get: (id) => store.identities.get(id), close: () => store.close() };
+    });
+  });
+
+  it('are marked by the migration on PostgreSQL', async () => {
+    const url = await postgresDatabase();
+    await upgrade(new Kysely({ dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: url, max: 1 }) }) }), async () => {
+      const store = await openPostgresStore(url, { size: 2 });
+      return { get: (id) => store.identities.get(id), close: () => store.close() };
     });
   });
 });

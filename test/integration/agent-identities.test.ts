@@ -5,11 +5,34 @@ import { applicationMessage, type IdentityApplication } from '../../src/identity
 import { generateEd25519, privateKeyFromPem, signEd25519 } from '../../src/identity/keys.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
 import { get, post, registered } from '../helpers/http.js';
-import { startService, type TestService } from '../helpers/service.js';
+import { makeIdentity, startService, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
 
 let service: TestService;
 let jwt: string;
+
+/** The canonical encodings of the eight small-order points (docs/signing.md "Keys that are refused"). */
+const SMALL_ORDER = [
+  '0100000000000000000000000000000000000000000000000000000000000000',
+  'ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f',
+  '0000000000000000000000000000000000000000000000000000000000000080',
+  '0000000000000000000000000000000000000000000000000000000000000000',
+  'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a',
+  'c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa',
+  '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05',
+  '26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85',
+];
+/** y = p + 3, a non-canonical encoding of the curve point whose y is 3 (p = 2^255 - 19). */
+const NON_CANONICAL_OF_VALID = ['f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f'];
+
+/** S + L, little-endian (L the base point's order): the same signature scalar, not canonical. */
+function addGroupOrder(s: Buffer): Buffer {
+  const L = 2n ** 252n + 27742317777372353535851937790883648493n;
+  let n = BigInt(`0x${Buffer.from(s).reverse().toString('hex')}`) + L;
+  const out = Buffer.alloc(32);
+  for (let i = 0; i < 32; i++, n >>= 8n) out[i] = Number(n & 255n);
+  return out;
+}
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 
@@ -61,6 +84,53 @@ describe('identities through the Agent API', () => {
   it('refuses an application signed by a key other than the one submitted', async () => {
     const { answer } = await apply({ FIRST: 'Mallory' }, { signingPem: generateEd25519().privateKeyPem });
     expect([answer.status, answer.body.code]).toEqual([403, 'signature_invalid']);
+  });
+
+  it('refuses keys that prove nothing: each small-order point, a non-canonical encoding, and a real key with a non-canonical S', async () => {
+    const neutral = Buffer.alloc(32);
+    neutral[0] = 1;
+    const forged = Buffer.concat([neutral, Buffer.alloc(32)]).toString('base64'); // R = neutral point, S = 0
+    const refused: string[] = [];
+    for (const encoding of SMALL_ORDER.concat(NON_CANONICAL_OF_VALID)) {
+      const application: IdentityApplication = { properties: { FIRST: 'Eve' }, publicKey: Buffer.from(encoding, 'hex').toString('base64') };
+      const answer = await post(service, '/Agent/Legal/ApplyId', { ...application, signature: forged }, auth());
+      expect(answer.status).toBe(400);
+      expect(answer.contentType).toMatch(/^application\/problem\+json/);
+      refused.push(answer.body.code);
+    }
+    expect(refused).toEqual(Array(9).fill('public_key_refused'));
+
+    // A real key whose proof of possession carries S + L (the same signature, made malleable): refused.
+    const pair = generateEd25519();
+    const application: IdentityApplication = { properties: { FIRST: 'Eve' }, publicKey: pair.publicKey };
+    const good = Buffer.from(signEd25519(privateKeyFromPem(pair.privateKeyPem), applicationMessage('ada', application)), 'base64');
+    const malleable = Buffer.concat([good.subarray(0, 32), addGroupOrder(good.subarray(32))]).toString('base64');
+    const answer = await post(service, '/Agent/Legal/ApplyId', { ...application, signature: malleable }, auth());
+    expect([answer.status, answer.body.code]).toEqual([403, 'signature_invalid']);
+    // The same key with its real signature still works.
+    expect((await post(service, '/Agent/Legal/ApplyId', { ...application, signature: good.toString('base64') }, auth())).status).toBe(201);
+  });
+
+  it('an identity stored with a small-order key cannot sign: marked, 403 identity_key_refused; unmarked, 403 signature_invalid', async () => {
+    const neutral = Buffer.alloc(32);
+    neutral[0] = 1;
+    const forged = Buffer.concat([neutral, Buffer.alloc(32)]).toString('base64');
+    for (const keyProblem of ['small_order', undefined] as const) {
+      const { identity } = await makeIdentity(service, { FIRST: 'Eve' });
+      const stored = { ...identity, state: 'Approved' as const, id: `${identity.id}-${keyProblem ?? 'unmarked'}`, clientPubKey: neutral.toString('base64'), ...(keyProblem ? { keyProblem } : {}) };
+      await service.store.identities.insert(stored);
+      const tab = await openTab();
+      const signUrl = await signUrlFor(tab);
+      const path = new URL(signUrl).pathname;
+      const answer = await post(service, path, { legalId: stored.id, signature: forged, decision: 'approve' });
+      expect(answer.contentType).toMatch(/^application\/problem\+json/);
+      expect([answer.status, answer.body.code]).toEqual([403, keyProblem ? 'identity_key_refused' : 'signature_invalid']);
+      // The code is still open: a real identity signs it, and the tab hears only that.
+      const ada = await makeIdentity(service, { FIRST: 'Ada' });
+      await postDecision(signUrl, await fetchSignInfo(signUrl), ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'approve');
+      expect((await tab.next('SignatureReceived')).data).toMatchObject({ Id: ada.identity.id });
+      tab.close();
+    }
   });
 
   it('refuses attachments of a type outside the allowlist, and bad property names', async () => {

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { COMMANDS } from '../../src/cli/commands.js';
+import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import { runCli } from '../helpers/cli.js';
 
 // The commands come from the CLI's own table, so a command or flag added there is checked here too.
@@ -100,6 +101,12 @@ describe('list commands', SLOW, () => {
     await runCli(['apikey', 'create', '--note', 'ci'], { env });
     expect((await runCli(['apikey', 'list'], { env })).stdout).toMatch(/^ID\tSTATE\tNOTE\n[^\t]+\tactive\tci\n$/);
     await runCli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', join(dir, 'ada.key')], { env });
-    expect((await runCli(['identity', 'list'], { env })).stdout).toMatch(/^ID\tSTATE\tPROPERTIES\n[^\t]+\tCreated\t\{"FIRST":"Ada"\}\n$/);
+    expect((await runCli(['identity', 'list'], { env })).stdout).toMatch(/^ID\tSTATE\tKEY\tPROPERTIES\n[^\t]+\tCreated\tok\t\{"FIRST":"Ada"\}\n$/);
+    // An identity whose key proves nothing (as the upgrade marks one stored before keys were checked) is listed as refused.
+    const store = await openSqliteStore(env.TABWIRE_SQLITE_FILE);
+    const [ada] = await store.identities.list();
+    await store.identities.insert({ ...ada!, id: 'eve@legal.test', created: ada!.created + 1, clientPubKey: `AQ${'A'.repeat(41)}=`, keyProblem: 'small_order' });
+    await store.close();
+    expect((await runCli(['identity', 'list'], { env })).stdout).toMatch(/\neve@legal\.test\tCreated\trefused:small_order\t\{"FIRST":"Ada"\}\n$/);
   });
 });

@@ -101,6 +101,30 @@ describe('codeScanSeconds = 2', () => {
     expect((await fetchJson(scanned, path)).status).toBe(200);
   });
 
+  it('HEAD never binds: after HEADs (JSON and no Accept) the signing app fetches, binds and signs', async () => {
+    const own = await TestTab.open(scanned.wsUrl);
+    await registered(scanned, own.tabId);
+    const path = await issue(scanned, {}, own);
+    const code = path.split('/').at(-1)!;
+    for (const headers of [{ accept: 'application/json' }, {}] as Record<string, string>[]) {
+      const head = await fetch(scanned.baseUrl + path, { method: 'HEAD', headers });
+      expect(head.status).toBe(200);
+      expect(await head.text()).toBe('');
+    }
+    expect(await scanned.store.codes.get(code)).toMatchObject({ bindingHash: null, fetchedAt: null });
+    // HEAD answers the status a GET would for a code that cannot be used: here an unknown one.
+    expect((await fetch(`${scanned.baseUrl}/QuickLogin/Sign/${'A'.repeat(code.length)}`, { method: 'HEAD' })).status).toBe(404);
+
+    const fetched = await fetchJson(scanned, path);
+    expect(fetched.status).toBe(200);
+    const { binding, challenge } = fetched.body as { binding: string; challenge: string };
+    const signed = await post(scanned, path, signatureBody(challenge, ada), { 'tabwire-binding': binding });
+    expect(signed.status).toBe(200);
+    expect(signed.body).toEqual({ state: 'approved' });
+    expect((await own.next('SignatureReceived')).data).toMatchObject({ Id: ada.identity.id });
+    own.close();
+  });
+
   it('a signature for a code no app fetched is 403 binding_required', async () => {
     const path = await issue(scanned);
     const code = path.split('/').at(-1)!;

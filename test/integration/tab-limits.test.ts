@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { refreshTabBindings } from '../../src/hub/binding-refresh.js';
 import { post, registered } from '../helpers/http.js';
 import { startService, type TestService } from '../helpers/service.js';
+import { until } from '../helpers/until.js';
 import { TestTab } from '../helpers/tab.js';
 
 let service: TestService;
@@ -96,5 +97,52 @@ describe('tab bindings left behind are purged (regression: they outlived restart
     await registered(service, orphan);
     taker.close();
     live.close();
+  });
+});
+
+describe('tabs bound by a QR request alone (regression: one session bound 250 tab ids with a limit of 100, held ~10 min)', () => {
+  it('count toward tabsPerSession (the 101st is refused as a Register would be) and are let go after tabIdleSeconds', async () => {
+    const defaults = await startService();
+    try {
+      const limit = defaults.app.tabwire.config.tabsPerSession;
+      expect(limit).toBe(100);
+      // The session cookie comes from a Register; its own tab is one of the session's tabs.
+      const page = await TestTab.open(defaults.wsUrl);
+      await registered(defaults, page.tabId);
+      const qr = (tabId: string, cookie: string) =>
+        post(defaults, '/QuickLogin', { mode: 'text', purpose: 'Log in', serviceId: '', tab: tabId }, { cookie });
+      const answers: { status: number; code?: string; retryAfter: string | null }[] = [];
+      const qrOnly: string[] = [];
+      for (let i = 0; i < 150; i++) {
+        const tabId = randomUUID();
+        qrOnly.push(tabId);
+        const answer = await qr(tabId, page.cookie);
+        answers.push({ status: answer.status, code: answer.body.code, retryAfter: answer.headers.get('retry-after') });
+      }
+      // 99 QR-only tabs beside the registered one make 100; every later one is refused, with Retry-After.
+      expect(answers.slice(0, limit - 1).every((a) => a.status === 200)).toBe(true);
+      for (const refused of answers.slice(limit - 1)) {
+        expect(refused).toEqual({ status: 429, code: 'tab_limit_reached', retryAfter: String(defaults.app.tabwire.config.tabIdleSeconds) });
+      }
+      // A refused one is not bound; a Register of one more tab is refused the same way.
+      expect(await defaults.store.tabs.sessionOf(qrOnly[limit - 1]!)).toBeUndefined();
+      const extra = await TestTab.open(defaults.wsUrl, { cookie: page.cookie });
+      expect(await extra.closed()).toEqual({ code: 4429, reason: 'tab_limit_reached' });
+
+      // After tabIdleSeconds without a connection, the sweep lets the QR-only tabs go: the first is free for another session.
+      defaults.clock.advance(defaults.app.tabwire.config.tabIdleSeconds * 1000);
+      defaults.app.tabwire.hub.sweep(); // the registered page, connected, stays
+      await until(async () => (await defaults.store.tabs.sessionOf(qrOnly[0]!)) === undefined, 'the QR-only binding to go');
+      expect(await defaults.store.tabs.sessionOf(page.tabId)).toBeDefined();
+      const other = await TestTab.open(defaults.wsUrl, { tabId: qrOnly[0]! });
+      await registered(defaults, qrOnly[0]!);
+      expect(await defaults.store.tabs.sessionOf(qrOnly[0]!)).not.toBe(await defaults.store.tabs.sessionOf(page.tabId));
+      // And the session may bind new tab ids by QR request again.
+      expect((await qr(randomUUID(), page.cookie)).status).toBe(200);
+      other.close();
+      page.close();
+    } finally {
+      await defaults.close();
+    }
   });
 });

@@ -36,7 +36,7 @@ export const COLUMN_RULES: { readonly [T in keyof Database]: { readonly [C in ke
   },
   identities: {
     id: v(255), provider: v(255), state: v(16), created_at: BIG, updated_at: BIG, valid_from: BIG, valid_to: BIG, properties: TEXT,
-    attachments: TEXT, client_key_name: v(64), client_pub_key: TEXT, account_id: v(64),
+    attachments: TEXT, client_key_name: v(64), client_pub_key: TEXT, account_id: v(64), key_problem: v(32),
   },
   server_keys: { kid: v(64), purpose: v(32), private_key: TEXT, public_key: TEXT, created_at: BIG, generation: INT },
   accounts: { id: v(64), user_name: v(64), password_hash: TEXT, email: v(255), state: v(16), created_at: BIG },

@@ -1,5 +1,6 @@
 import type { Kysely, Selectable } from 'kysely';
 import type { Identity, IdentityState } from '../../identity/identity.js';
+import type { Ed25519EncodingProblem } from '../../protocol/ed25519-strict.js';
 import type { Database, IdentitiesTable } from '../schema.js';
 import type { IdentityCursor, IdentityStore } from '../stores.js';
 
@@ -16,6 +17,7 @@ const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
   clientKeyName: row.client_key_name,
   clientPubKey: row.client_pub_key,
   accountId: row.account_id,
+  ...(row.key_problem === null ? {} : { keyProblem: row.key_problem as Ed25519EncodingProblem }),
 });
 
 /** Identities in SQL; properties and attachment metadata as JSON text (portable across backends). */
@@ -38,6 +40,7 @@ export class SqlIdentityStore implements IdentityStore {
         client_key_name: i.clientKeyName,
         client_pub_key: i.clientPubKey,
         account_id: i.accountId,
+        key_problem: i.keyProblem ?? null,
       })
       .execute();
   }
