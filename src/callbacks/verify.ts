@@ -5,8 +5,9 @@ import { strictlyEncoded } from '../protocol/ed25519-strict.js';
  * `tabwire/backend`: verifies a tabwire callback in a site's backend (docs/backend.md).
  * Standard Webhooks asymmetric scheme: `webhook-signature: v1a,<base64 Ed25519>` over
  * `${webhook-id}.${webhook-timestamp}.${rawBody}`, with the service's public key (`whpk_…` from
- * `/.well-known/tabwire/webhook-key`). Self-contained: node:crypto and the pure strict-encoding checks
- * (a key or R of small order, or a non-canonical S, never verifies).
+ * `/.well-known/tabwire/webhook-key`). `verifyCallback` needs only node:crypto and the pure strict-encoding
+ * checks (a key or R of small order, or a non-canonical S, never verifies); `verifyResultSignature`,
+ * re-exported below, also uses `canonicalize` (RFC 8785).
  */
 
 export class CallbackVerificationError extends Error {

@@ -2,8 +2,8 @@ import { systemClock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { createIdentity } from '../identity/create.js';
 import { canTransition, type Identity, type IdentityState } from '../identity/identity.js';
-import { writeKeyFile } from '../identity/key-file.js';
-import { openStore } from '../store/open.js';
+import { reserveKeyFile } from '../identity/key-file.js';
+import { openOperatorStore } from './operator-store.js';
 import { listOutput } from './list-output.js';
 
 const OPERATOR_MOVES: Record<string, IdentityState> = {
@@ -24,7 +24,7 @@ export interface IdentityArgs {
 
 /** `tabwire identity create|approve|reject|obsolete|compromised|list`. Returns the text to print. */
 export async function identityCommand(config: Config, args: IdentityArgs): Promise<string> {
-  const store = await openStore(config);
+  const store = await openOperatorStore(config);
   try {
     const { identities } = store;
     if (args.action === 'create') {
@@ -35,14 +35,17 @@ export async function identityCommand(config: Config, args: IdentityArgs): Promi
         if (at <= 0) throw new Error(`--prop ${prop}: expected NAME=VALUE`);
         properties[prop.slice(0, at)] = prop.slice(at + 1);
       }
-      const { identity, privateKeyPem } = await createIdentity({
-        identities,
-        clock: systemClock,
-        provider: config.legalDomain,
-        properties,
-        validDays: args.validDays,
-      });
-      writeKeyFile(args.keyOut, identity.id, privateKeyPem);
+      // The key file first: an identity is stored only once its private key has somewhere to go.
+      const keyFile = reserveKeyFile(args.keyOut);
+      let created;
+      try {
+        created = await createIdentity({ identities, clock: systemClock, provider: config.legalDomain, properties, validDays: args.validDays });
+      } catch (error) {
+        keyFile.discard();
+        throw error;
+      }
+      const { identity, privateKeyPem } = created;
+      keyFile.write(identity.id, privateKeyPem);
       if (args.approve) await identities.transition(identity.id, 'Created', 'Approved', systemClock.now());
       return `${identity.id}\n`;
     }

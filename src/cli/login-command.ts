@@ -15,6 +15,13 @@ import { formatQr, useColour } from './terminal-qr.js';
  * service publishes before printing the identity.
  */
 
+/**
+ * How the person runs this same command line again: through the npm script in a clone (where no `tabwire`
+ * is on PATH, docs/cli.md), else the installed `tabwire`.
+ */
+const selfCommand = (env: Readonly<Record<string, string | undefined>>): string =>
+  env.npm_lifecycle_event === 'tabwire' ? 'npm run -s tabwire --' : 'tabwire';
+
 export interface LoginArgs {
   service: string;
   purpose: string;
@@ -129,7 +136,7 @@ export async function loginCommand(args: LoginArgs, io: LoginIo): Promise<string
     })) as { signUrl: string; text: string };
     signUrl = qr.signUrl;
     say(`${formatQr(qr.text, colour)}\nsignUrl: ${printable(signUrl)}`);
-    say(`Scan it with a signing app, or sign in another terminal:\n  tabwire sign '${printable(signUrl)}' --key FILE`);
+    say(`Scan it with a signing app, or sign in another terminal:\n  ${selfCommand(io.env)} sign '${printable(signUrl)}' --key FILE`);
     say(`Waiting for a signature (at most ${args.timeoutSeconds} s; Ctrl-C stops)...`);
   };
   const refresh = (why: string): void => {

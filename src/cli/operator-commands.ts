@@ -2,12 +2,12 @@ import { createApiKey } from '../agent/api-keys.js';
 import { rotateTokenKey, TokenService } from '../agent/tokens.js';
 import { systemClock } from '../clock.js';
 import type { Config } from '../config/schema.js';
-import { openStore } from '../store/open.js';
+import { openOperatorStore } from './operator-store.js';
 import type { Store } from '../store/stores.js';
 import { listOutput } from './list-output.js';
 
 async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
-  const store = await openStore(config);
+  const store = await openOperatorStore(config);
   try {
     return await run(store);
   } finally {

@@ -1,8 +1,10 @@
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { Value } from '@sinclair/typebox/value';
 import { isUnspecifiedAddress, loopbackAliases } from './hosts.js';
 import { ConfigSchema, type Config, type ConfigInput } from './schema.js';
 import { closestName } from './suggest.js';
+import { packageRoot } from '../package-root.js';
 
 /** Thrown when configuration is invalid; the message names every bad key. */
 export class ConfigError extends Error {
@@ -127,6 +129,9 @@ function finish(input: ConfigInput): Config {
   const legalDomain = input.legalDomain ?? base.hostname;
   return Object.freeze({
     ...input,
+    // Relative to the installation folder, not the current one: the service and the operator commands
+    // (`tabwire identity list` run from anywhere) then open the same file (docs/configuration.md).
+    sqliteFile: input.sqliteFile === ':memory:' ? input.sqliteFile : resolve(packageRoot(), input.sqliteFile),
     publicBaseUrl,
     // The service's own pages (demo, approval page) always may use it; other origins only when listed.
     // On a loopback deployment its loopback aliases too (localhost for 127.0.0.1 and so on; never for other hosts).

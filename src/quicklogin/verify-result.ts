@@ -25,9 +25,12 @@ export interface ResultKeyJwk {
  * Returns the `kid` of the published key the signature verifies with (undefined when the key has none);
  * throws ResultVerificationError when the result is not an object with a `ServerSignature`, or no
  * Ed25519 key of `keys` verifies it. The result carries no key id, so every key of the ring is tried:
- * a result signed just before a key rotation still verifies.
+ * a result signed just before a key rotation still verifies. `keys` is the list or the whole document
+ * (`{"keys": [...]}`) as `/.well-known/tabwire/result-keys` answers it.
  */
-export function verifyResultSignature(result: unknown, keys: readonly ResultKeyJwk[]): string | undefined {
+export function verifyResultSignature(result: unknown, keysOrDocument: readonly ResultKeyJwk[] | { keys: readonly ResultKeyJwk[] }): string | undefined {
+  const keys = Array.isArray(keysOrDocument) ? keysOrDocument : (keysOrDocument as { keys?: unknown }).keys;
+  if (!Array.isArray(keys)) throw new ResultVerificationError('keys must be the list of result keys or the document {"keys": [...]} of /.well-known/tabwire/result-keys');
   if (typeof result !== 'object' || result === null || Array.isArray(result)) throw new ResultVerificationError('the result is not a JSON object');
   const { ServerSignature: signature, ...unsigned } = result as Record<string, unknown>;
   if (typeof signature !== 'string' || signature === '') throw new ResultVerificationError('the result has no ServerSignature');

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { resolve } from 'node:path';
 import { assertFreshBuild } from './process.js';
 import { until } from './until.js';
 
@@ -22,9 +23,13 @@ export interface CliRun {
  * Starts `tabwire ...args`. `stdin: 'ignore'` gives it /dev/null (input ends at once); `'pipe'` lets the
  * test answer (`answer`). The environment is only PATH plus `env`, so nothing from the test run leaks in.
  */
-export function startCli(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: 'ignore' | 'pipe' } = {}): CliRun {
+export function startCli(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: 'ignore' | 'pipe'; cwd?: string } = {}): CliRun {
   assertFreshBuild();
-  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH, ...o.env }, stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [resolve(CLI), ...args], {
+    env: { PATH: process.env.PATH, ...o.env },
+    stdio: [o.stdin ?? 'ignore', 'pipe', 'pipe'],
+    ...(o.cwd === undefined ? {} : { cwd: o.cwd }),
+  });
   const run: CliRun = {
     child,
     stdout: '',
@@ -53,7 +58,7 @@ export function startCli(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: '
 }
 
 /** Runs `tabwire ...args` to its end. */
-export async function runCli(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: 'ignore' | 'pipe'; input?: string } = {}) {
+export async function runCli(args: string[], o: { env?: NodeJS.ProcessEnv; stdin?: 'ignore' | 'pipe'; input?: string; cwd?: string } = {}) {
   const run = startCli(args, { ...o, stdin: o.input === undefined ? o.stdin : 'pipe' });
   if (o.input !== undefined) run.answer(o.input);
   const status = await run.exited;

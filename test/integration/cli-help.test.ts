@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -108,5 +108,43 @@ describe('list commands', SLOW, () => {
     await store.identities.insert({ ...ada!, id: 'eve@legal.test', created: ada!.created + 1, clientPubKey: `AQ${'A'.repeat(41)}=`, keyProblem: 'small_order' });
     await store.close();
     expect((await runCli(['identity', 'list'], { env })).stdout).toMatch(/\neve@legal\.test\tCreated\trefused:small_order\t\{"FIRST":"Ada"\}\n$/);
+  });
+});
+
+describe('operator commands and files', SLOW, () => {
+  it('identity create onto an existing key file refuses before storing anything, and says why', async () => {
+    const env = { TABWIRE_SQLITE_FILE: join(dir, 'key-exists.sqlite'), TABWIRE_LOG_LEVEL: 'warn' };
+    const keyFile = join(dir, 'taken.key');
+    writeFileSync(keyFile, 'another identity\'s key\n');
+    const refused = await runCli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile], { env });
+    expect(refused.status).not.toBe(0);
+    expect(refused.stderr).toContain(`${keyFile} exists already`);
+    expect(refused.stderr).toContain('nothing was stored');
+    expect(readFileSync(keyFile, 'utf8')).toBe('another identity\'s key\n');
+    expect((await runCli(['identity', 'list'], { env })).stdout).toBe('none\n');
+    // A fresh file works, and holds the identity it printed.
+    const created = await runCli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', join(dir, 'fresh.key')], { env });
+    expect(created.status).toBe(0);
+    expect(readFileSync(join(dir, 'fresh.key'), 'utf8')).toContain(`tabwire-legal-id: ${created.stdout.trim()}`);
+  });
+
+  it('find the same store from any folder (a relative sqliteFile is in the installation folder), and name a store they create', async () => {
+    const relative = `tmp/cli-folders-${process.pid}.sqlite`;
+    const env = { TABWIRE_SQLITE_FILE: relative, TABWIRE_LOG_LEVEL: 'warn' };
+    const inInstall = join(process.cwd(), relative);
+    const [a, b] = [mkdtempSync(join(tmpdir(), 'tabwire-cwd-a-')), mkdtempSync(join(tmpdir(), 'tabwire-cwd-b-'))];
+    try {
+      const created = await runCli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', join(a, 'ada.key')], { env, cwd: a });
+      expect(created.status).toBe(0);
+      expect(created.stderr).toContain(`no store at ${inInstall} yet; it is created now`);
+      const listed = await runCli(['identity', 'list'], { env, cwd: b });
+      expect(listed.stdout).toContain(created.stdout.trim());
+      expect(listed.stderr).not.toContain('no store at');
+      expect(existsSync(join(a, relative))).toBe(false);
+    } finally {
+      for (const file of [inInstall, `${inInstall}-wal`, `${inInstall}-shm`]) rmSync(file, { force: true });
+      rmSync(a, { recursive: true, force: true });
+      rmSync(b, { recursive: true, force: true });
+    }
   });
 });

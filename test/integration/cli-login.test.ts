@@ -61,8 +61,12 @@ describe('tabwire login', SLOW, () => {
     expect(result.Id).toBe(legalId);
     expect(result.Properties).toEqual({ FIRST: 'Ada', LAST: 'Lovelace', COUNTRY: 'GB' });
 
-    const { keys } = (await (await fetch(`${service.baseUrl}/.well-known/tabwire/result-keys`)).json()) as { keys: ResultKeyJwk[] };
+    const document = (await (await fetch(`${service.baseUrl}/.well-known/tabwire/result-keys`)).json()) as { keys: ResultKeyJwk[] };
+    const { keys } = document;
     expect(verifyResultSignature(result, keys)).toBe(keys[0]!.kid);
+    // The whole document as fetched works too (regression: "keys is not iterable").
+    expect(verifyResultSignature(result, document)).toBe(keys[0]!.kid);
+    expect(() => verifyResultSignature(result, {} as { keys: ResultKeyJwk[] })).toThrow(/the document \{"keys": \[\.\.\.\]\}/);
     const refused = (changed: unknown, with_ = keys) => expect(() => verifyResultSignature(changed, with_)).toThrow(ResultVerificationError);
     refused({ ...result, Properties: { ...result.Properties, FIRST: 'Eve' } });
     refused({ ...result, Id: 'eve@legal.test' });
