@@ -6,6 +6,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { packageRoot } from '../package-root.js';
 import { API_DESCRIPTION, CHANNEL_EXTENSION, CHANNEL_SCHEMAS } from './openapi-channel.js';
+import { finishOpenApiDocument } from './openapi-finish.js';
 import { ProblemSchema } from './openapi-schemas.js';
 
 /**
@@ -46,7 +47,7 @@ export async function registerOpenApi(app: FastifyInstance, o: OpenApiOptions): 
   await app.register(swagger, {
     openapi: {
       openapi: '3.1.0',
-      info: { title: 'tabwire', version: version(), description: API_DESCRIPTION },
+      info: { title: 'tabwire', version: version(), description: API_DESCRIPTION, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
       servers: [{ url: o.publicBaseUrl }],
       tags: [
         { name: 'QuickLogin', description: 'QR login codes and the signing protocol (docs/signing.md, docs/backend.md)' },
@@ -67,6 +68,7 @@ export async function registerOpenApi(app: FastifyInstance, o: OpenApiOptions): 
     },
     // Components keep their names (Problem, EventFrame, ...) instead of def-N.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    transformObject: (documents) => finishOpenApiDocument((documents as { openapiObject: { paths?: Record<string, Record<string, unknown>> } }).openapiObject),
   });
   app.get(
     '/openapi.json',

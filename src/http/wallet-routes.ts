@@ -55,7 +55,8 @@ export async function walletRoutes(app: FastifyInstance, o: WalletRoutesOptions 
     return reply.redirect(`/wallet/${query === -1 ? '' : request.url.slice(query)}`, 301);
   });
   const index = files?.get('index.html');
-  app.get('/wallet/', { schema: { tags, summary: 'The web wallet (docs/wallet.md)', response: { 200: media('text/html', 'The wallet'), ...problems('not_found') } } }, async (_request, reply) => {
+  // Not in the OpenAPI document: a static app's page, and its path ends in a slash (docs/openapi.md "Lint").
+  app.get('/wallet/', { schema: { hide: true, tags, summary: 'The web wallet (docs/wallet.md)', response: { 200: media('text/html', 'The wallet'), ...problems('not_found') } } }, async (_request, reply) => {
     if (!index) throw new TabwireError('not_found', 'The wallet is not built on this service: run `npm run build`');
     return send(reply, 'index.html', index);
   });

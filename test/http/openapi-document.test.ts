@@ -23,6 +23,8 @@ const HIDDEN: Record<string, string> = {
   'GET /docs/*': 'reference page assets',
   'GET /docs/json': 'the document again, for the page',
   'GET /docs/yaml': 'the document as YAML',
+  // The web wallet's page: a static app, and a path ending in a slash (docs/openapi.md "Lint"); its files are in.
+  'GET /wallet/': 'the wallet app page',
   // CORS preflights (@fastify/cors): answered for every path, documented in docs/input.md.
   'OPTIONS *': 'CORS preflight',
 };
