@@ -60,6 +60,15 @@ async function devIdentity() {
   return response.ok ? response.json() : undefined;
 }
 
+/** No development identity here: no dead buttons, but the ways that do approve (docs/wallet.md, docs/cli.md). */
+function showHowToApprove() {
+  $('dev-note').textContent = 'This service signs only with a signing app.';
+  $('buttons').hidden = true;
+  $('how').hidden = false;
+  $('wallet-link').href = `/wallet/#sign=${encodeURIComponent(signUrl)}`;
+  $('cli-command').textContent = `tabwire sign '${signUrl}' --key FILE`;
+}
+
 async function load() {
   const [response, dev] = await Promise.all([
     fetch(signUrl, { headers: withBinding({ Accept: 'application/json' }) }),
@@ -67,7 +76,7 @@ async function load() {
   ]);
   const body = await response.json();
   if (dev) $('dev-id').textContent = identityName(dev);
-  else $('dev-note').textContent = 'This service signs only with a signing app.';
+  else showHowToApprove();
   if (!response.ok) return done(refusalMessage(body, 'This request cannot be signed.'));
   if (typeof body.binding === 'string') {
     binding = body.binding;
