@@ -12,6 +12,8 @@ import type { Duplex } from 'node:stream';
 export class Balancer {
   /** Each request and upgrade a target answered (target by index), in order: a test can show how traffic was spread. */
   readonly log: { path: string; target: number }[] = [];
+  /** HTTP requests a target failed without an answer (the connection reset or broken), when and how: the client got none either. */
+  readonly failed: { path: string; target: number; code: string | undefined; at: number }[] = [];
   private next = 0;
   private readonly sockets = new Set<Socket | Duplex>();
 
@@ -70,6 +72,7 @@ export class Balancer {
         });
         upstream.on('error', (err: NodeJS.ErrnoException) => {
           if (err.code === 'ECONNREFUSED' && !res.headersSent) return resolve('refused');
+          this.failed.push({ path: req.url ?? '/', target: index, code: err.code, at: Date.now() });
           res.destroy();
           resolve('done');
         });
