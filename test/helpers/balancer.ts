@@ -29,6 +29,9 @@ export class Balancer {
     let balancer!: Balancer;
     const server = createServer((req, res) => void balancer.forward(req, res));
     balancer = new Balancer(server, targets, o.route);
+    // Client connections stay open until the client closes them: with Node's 5 s keep-alive timeout, a fetch in
+    // a busy test process could reuse a connection in the moment the balancer closed it and fail unanswered.
+    server.keepAliveTimeout = 0;
     server.on('upgrade', (req, socket, head) => balancer.upgrade(req, socket, head));
     server.on('connection', (socket) => balancer.track(socket));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
