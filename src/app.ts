@@ -30,6 +30,12 @@ import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from './protocol/version.js
 
 export type { Deps, Services } from './services.js';
 
+/**
+ * At shutdown, a WebSocket not closed this long after its close was sent is cut (docs/deployment.md
+ * "Stopping a node"). A close handshake takes a round trip; this only bounds a peer that never finishes it.
+ */
+export const WEBSOCKET_CLOSE_DEADLINE_MS = 2_000;
+
 declare module 'fastify' {
   interface FastifyInstance {
     tabwire: Services;
@@ -121,6 +127,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     maxPayload: 16 * 1024,
     clock,
     pingTimeoutMs: config.pingTimeoutSeconds * 1000,
+    closeDeadlineMs: WEBSOCKET_CLOSE_DEADLINE_MS,
     decide: decideUpgrade(app, { allowedOrigins: config.allowedOrigins, cookies }),
     serve: (socket, sessionHash, alive, raw) => serveWebSocket(socket, sessionHash, channel, alive, raw),
     refusal: rawProblemResponse,

@@ -15,6 +15,11 @@ export interface WebSocketUpgradeOptions {
   maxPayload: number;
   clock: Clock;
   pingTimeoutMs: number;
+  /**
+   * At shutdown, a socket still not closed this long after `close` is cut (docs/deployment.md "Stopping a
+   * node"): its peer may never answer the close handshake.
+   */
+  closeDeadlineMs: number;
   /** Checks subprotocol, Origin and session of a handshake (no Fastify request exists for it). */
   decide: (request: IncomingMessage) => UpgradeDecision;
   /**
@@ -96,12 +101,23 @@ export class WebSocketUpgrade {
     this.watchdog.unref();
   }
 
-  /** Closes every socket and stops watching (shutdown). */
+  /**
+   * Closes every socket and stops watching (shutdown). A socket still there after `closeDeadlineMs` is cut:
+   * `ws` waits 30 s for the peer's side of a close handshake (RFC 6455 §7.1.1 lets the server close the TCP
+   * connection first, but `ws` waits for the peer's FIN after its own), so a peer that sent its close frame and
+   * went silent, or one that stopped reading, would otherwise hold the process that long. Idempotent.
+   */
   close(): void {
+    if (this.closing) return;
     this.closing = true;
     clearInterval(this.watchdog);
     for (const socket of this.server.clients) socket.close(closeCodes.goingAway, 'shutdown');
     this.server.close();
+    if (this.server.clients.size === 0) return;
+    // Unref'd: the sockets keep the process alive until they are gone, and then nothing is left to cut.
+    setTimeout(() => {
+      for (const socket of this.server.clients) socket.terminate();
+    }, this.o.closeDeadlineMs).unref();
   }
 
   private onUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): void {

@@ -30,6 +30,10 @@ export class Hub implements Delivery {
   private readonly unsubscribe: () => void;
   private readonly stopResume: () => void;
   private closed = false;
+  /** The hand-over `close` started (shutdown); `stop` waits for it. */
+  private handingOver: Promise<void> | undefined;
+  /** Tabs being forgotten after `sweep` (their hooks may still write to the store): `stop` waits for them. */
+  private readonly forgetting = new Set<Promise<void>>();
 
   /** Events the broker refused (unreachable), offered again by `sweep` (publish-retry.ts). */
   private readonly retry: PublishRetry;
@@ -130,6 +134,9 @@ export class Hub implements Delivery {
         // about the connection, not an event of the tab. A new stream is empty, so a first poll is still open.
         if (greet && connection.open) connection.send([this.o.greeting!() as EventFrame]);
       });
+      // A Register or poll served while the node stops (a kept-alive connection) gets what it missed and is
+      // then closed as every connection was: the page goes on on another node.
+      if (this.closed) connection.close(closeCodes.goingAway, 'shutdown');
     }
     return created ? 'created' : 'attached';
   }
@@ -216,7 +223,10 @@ export class Hub implements Delivery {
     for (const tab of [...this.tabs.values()]) {
       if (hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
       this.tabs.remove(tab);
-      this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'));
+      const forgotten: Promise<void> = this.forget(tab.address)
+        .catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'))
+        .finally(() => this.forgetting.delete(forgotten));
+      this.forgetting.add(forgotten);
     }
   }
 
@@ -255,20 +265,39 @@ export class Hub implements Delivery {
     return [...this.tabs.values()].map((tab) => tab.address.tabId);
   }
 
-  /** Closes every connection (shutdown). Idempotent; `stop` then hands the tabs back to the broker. */
+  /**
+   * Shutdown (docs/deployment.md "Stopping a node"): closes every connection, so pages reconnect to
+   * another node at once, and starts handing the tabs over (`stop` waits for it). Idempotent.
+   */
   close(): void {
     if (this.closed) return;
     this.closed = true;
     this.unsubscribe();
     this.stopResume();
     for (const tab of this.tabs.values()) tab.connections.forEach((_, connection) => connection.close(closeCodes.goingAway, 'shutdown'));
+    this.handingOver = this.handOver();
   }
 
-  /** After `close`: tells the broker this node holds none of its tabs any more (another node or the session's return takes over). */
+  /** After `close`: resolves once every tab is handed over and the hub's own work on the store is done. */
   async stop(): Promise<void> {
     this.close();
+    await this.handingOver;
+    // Tabs a Register attached while the node was stopping.
+    await this.handOver();
+    await Promise.all(this.forgetting);
+  }
+
+  /**
+   * The node lets its tabs go without forgetting them: the broker is told it holds them no more (the
+   * stream stays for the session, events nobody got that have a fallback are stored), but the tabs'
+   * bindings and handlers stay. The page is reconnecting to another node, which binds the tab again for
+   * the same session; removing the binding here, while that node binds it, would look to it like another
+   * session's tab (4403). A tab whose page never comes back has its binding purged after
+   * `tabBindingRetentionSeconds` and its handlers expire, as after a crash.
+   */
+  private async handOver(): Promise<void> {
     const tabs = this.tabs.clear();
-    await Promise.all(tabs.map((tab) => this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err }, 'releasing a tab at shutdown failed'))));
+    await Promise.all(tabs.map((tab) => this.dropPresence(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'handing a tab over at shutdown failed'))));
   }
 
   /** This node let the tab go; when no node holds it any more, what hangs on it goes too. */

@@ -13,7 +13,8 @@ export interface TabStore {
   /**
    * Binds an unbound tab to a session, from the page origin `origin` (null: unknown). Returns
    * 'conflict' when it is bound to another session; a binding of the same session takes the new
-   * origin when one is given.
+   * origin when one is given. A binding released while this runs never makes a conflict: the tab is then
+   * free and is bound ('created').
    */
   bind(tabId: string, sessionHash: string, now: number, origin?: string | null): Promise<BindOutcome>;
   /** The session hash a tab is bound to, if it is registered. */

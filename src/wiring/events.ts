@@ -40,6 +40,12 @@ export interface EventsArea extends Lifecycle {
 export function createEventsArea(o: { config: Config; shared: SharedState; clock: Clock; metrics: Metrics; log: Logger; instanceId: string; hooks: TabHooks }): EventsArea {
   const { config, shared, clock, log, hooks } = o;
   const { store, bus, broker } = shared;
+  // Store writes the hub's hooks start and nobody awaits: the store must stay open until they are done.
+  const writes = new Set<Promise<void>>();
+  const track = (write: Promise<void>): void => {
+    const tracked = write.finally(() => writes.delete(tracked));
+    writes.add(tracked);
+  };
   const hub: Hub = new Hub({
     bus,
     broker,
@@ -56,14 +62,14 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     greeting: () => ({ type: EventTypes.CheckServerInstance, data: o.instanceId }),
     counters: o.metrics.hubCounters,
     onFallback: (fallback) => {
-      hooks.storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed'));
+      track(hooks.storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed')));
     },
     // On release the registry removes the binding itself (awaited before the connection's next frame).
     onRelease: (address) => hooks.forgetHandlers(address),
     // No node holds the tab any more: its handlers go, and its binding if it is still this session's.
     onForget: (address) => {
       hooks.forgetHandlers(address);
-      registry.removeBinding(address).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed'));
+      track(registry.removeBinding(address).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed')));
     },
     onStreamLost: (address) => registry.streamLost(address),
   });
@@ -104,9 +110,11 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
       timers.start();
       if (shared.clustered) void heartbeat();
     },
+    // Before the store closes (areas stop in reverse order; the shared area, with the store, comes last).
     async stop() {
       await timers.stop();
       await hub.stop();
+      await Promise.all(writes);
     },
   };
 }

@@ -1,4 +1,6 @@
+import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { connect } from 'node:net';
 import { join } from 'node:path';
@@ -8,6 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { runToEnd, type Finished } from '../helpers/child.js';
 import { freePorts } from '../helpers/cluster.js';
 import { assertFreshBuild } from '../helpers/process.js';
+import { until } from '../helpers/until.js';
 
 /**
  * `scripts/cluster` for real (docs/deployment.md "A local cluster"): a private PostgreSQL and Redis, nodes,
@@ -99,6 +102,41 @@ describe('scripts/cluster', () => {
     expect(removed.code, removed.stderr).toBe(0);
     expect(existsSync(dir)).toBe(false);
   }, 120_000);
+
+  it('a start whose process has not exec\'d its command yet (a busy machine) is waited for, never reported as exited; down leaves nothing running', async () => {
+    // `up` once said "PostgreSQL exited" while it ran and left it behind: the process was judged by its command
+    // line while it was still the script's forked shell. The hook holds each started process there until released.
+    assertFreshBuild();
+    const dir = workDir();
+    const gate = join(dir, 'exec-gate');
+    execFileSync('mkfifo', [gate]);
+    const base = await freePorts(2);
+    const up = spawn('scripts/cluster', ['up', '0', '--dir', dir, '--pg-port', String(base), '--redis-port', String(base + 1)], {
+      env: { ...process.env, TABWIRE_CLUSTER_TEST_EXEC_GATE: gate },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    up.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    up.stdout.resume();
+    const ended = new Promise<number | null>((resolve) => up.once('exit', (code) => resolve(code)));
+    for (const name of ['postgres', 'redis']) {
+      // Held before its exec for as long as the script looks (it says so after a second); then let go.
+      const waiting = new RegExp(`${name} \\(pid \\d+\\) has not started its command yet; waiting`);
+      await until(() => waiting.test(stderr) || up.exitCode !== null, `the script waiting for ${name}`, 60_000);
+      expect(up.exitCode, stderr).toBeNull();
+      await writeFile(gate, 'go\n');
+    }
+    expect(await ended, stderr).toBe(0);
+    expect(stderr).not.toMatch(/exited|did not start/);
+    const pids = recorded(dir);
+    expect(pids.map(([name]) => name).sort()).toEqual(['postgres', 'redis']);
+    expect(pids.every(([, pid]) => running(pid))).toBe(true);
+    const postmaster = readFileSync(join(dir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]!;
+
+    const down = await script(['down', '--dir', dir]);
+    expect(down.code, down.stderr).toBe(0);
+    expect([...pids.map(([, pid]) => pid), postmaster].filter(running)).toEqual([]);
+  }, 180_000);
 
   it('up 2 --store sqlite prints one line per node once each answers /readyz; down stops them', async () => {
     assertFreshBuild();

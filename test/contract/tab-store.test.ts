@@ -47,6 +47,19 @@ describe.each(BACKENDS)('tab store on $name', (backend) => {
     expect(await s.other.tabs.sessionOf('tab-batch-1')).toBe('session-b1');
   });
 
+  it('a bind racing a release of the same binding is never a conflict (the row vanished between insert and read)', async () => {
+    // Inserts and removals share one batch per loop turn, in call order: the bind's insert finds the row,
+    // the removal deletes it, and the bind's read then finds none. The owner must get its tab, not a 4403.
+    await s.store.tabs.bind('tab-handover', 'session-1', NOW);
+    const [outcome] = await Promise.all([s.store.tabs.bind('tab-handover', 'session-1', NOW), s.store.tabs.remove('tab-handover', 'session-1')]);
+    expect(outcome).toBe('created');
+    expect(await s.other.tabs.sessionOf('tab-handover')).toBe('session-1');
+    // Another session racing the owner's release gets the tab that became free, never a conflict either.
+    const [taken] = await Promise.all([s.store.tabs.bind('tab-handover', 'session-2', NOW), s.store.tabs.remove('tab-handover', 'session-1')]);
+    expect(taken).toBe('created');
+    expect(await s.other.tabs.sessionOf('tab-handover')).toBe('session-2');
+  });
+
   it("removes a binding only for its own session", async () => {
     await s.store.tabs.bind('tab-rm', 'session-1', NOW);
     await s.other.tabs.remove('tab-rm', 'session-2');

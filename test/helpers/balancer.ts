@@ -12,6 +12,8 @@ import type { Duplex } from 'node:stream';
 export class Balancer {
   /** Each request and upgrade a target answered (target by index), in order: a test can show how traffic was spread. */
   readonly log: { path: string; target: number }[] = [];
+  /** HTTP requests a target failed without an answer (the connection reset or broken), when and how: the client got none either. */
+  readonly failed: { path: string; target: number; code: string | undefined; at: number }[] = [];
   private next = 0;
   private readonly sockets = new Set<Socket | Duplex>();
 
@@ -27,6 +29,9 @@ export class Balancer {
     let balancer!: Balancer;
     const server = createServer((req, res) => void balancer.forward(req, res));
     balancer = new Balancer(server, targets, o.route);
+    // Client connections stay open until the client closes them: with Node's 5 s keep-alive timeout, a fetch in
+    // a busy test process could reuse a connection in the moment the balancer closed it and fail unanswered.
+    server.keepAliveTimeout = 0;
     server.on('upgrade', (req, socket, head) => balancer.upgrade(req, socket, head));
     server.on('connection', (socket) => balancer.track(socket));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -70,6 +75,7 @@ export class Balancer {
         });
         upstream.on('error', (err: NodeJS.ErrnoException) => {
           if (err.code === 'ECONNREFUSED' && !res.headersSent) return resolve('refused');
+          this.failed.push({ path: req.url ?? '/', target: index, code: err.code, at: Date.now() });
           res.destroy();
           resolve('done');
         });

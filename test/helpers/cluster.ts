@@ -185,11 +185,17 @@ export class Cluster {
     return this.balancer.url;
   }
 
-  /** Signals the node's process and waits until it is gone (SIGKILL: no shutdown of any kind). */
-  async kill(index: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<void> {
+  /**
+   * Signals the node's process and waits until it is gone (SIGKILL: no shutdown of any kind). Resolves with
+   * how it ended (undefined when it was not running).
+   */
+  async kill(index: number, signal: NodeJS.Signals = 'SIGKILL'): Promise<{ code: number | null; signal: NodeJS.Signals | null } | undefined> {
     const node = this.node(index);
-    if (node.child) await kill(node.child, signal);
+    const child = node.child;
+    if (!child) return undefined;
+    await kill(child, signal);
     node.child = undefined;
+    return { code: child.exitCode, signal: child.signalCode };
   }
 
   /** Starts the node again on its port with its settings (after `kill`, or a stop of its own). */

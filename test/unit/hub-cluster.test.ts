@@ -56,6 +56,38 @@ describe('Hub: two nodes on one broker (a cluster)', () => {
     expect(await two.holds(A)).toBe(true);
   });
 
+  it('a stopping node hands its tabs over: connections closed (1001), presence dropped, the binding left for the page to bind again elsewhere', async () => {
+    const { one, two, forgotten } = twoNodes();
+    const conn = new FakeConnection();
+    await one.attach(A, conn);
+    await one.deliver(A, { type: 'E', data: 1 });
+    await tick();
+    one.close();
+    expect(conn.closed).toEqual({ code: 1001, reason: 'shutdown' });
+    // An event sent while the page reconnects waits in the stream.
+    await two.deliver(A, { type: 'E', data: 2 });
+    await one.stop();
+    expect(await one.holds(A)).toBe(false);
+    // No node holds the tab now, yet nothing that hangs on it is removed (a binding removed here would race
+    // the page's Register on another node: docs/deployment.md "Stopping a node").
+    expect(forgotten).toEqual([]);
+    const again = new FakeConnection();
+    await two.attach(A, again, conn.frames.at(-1)!.id);
+    expect(again.frames.map((f) => f.data)).toEqual([2]);
+  });
+
+  it('a Register served while the node stops gets what it missed and is closed at once', async () => {
+    const { one } = twoNodes();
+    await one.deliver(A, { type: 'E', data: 1 });
+    one.close();
+    const late = new FakeConnection();
+    await one.attach(A, late);
+    expect(late.frames.map((f) => f.data)).toEqual([1]);
+    expect(late.closed?.code).toBe(1001);
+    await one.stop();
+    expect(await one.holds(A)).toBe(false);
+  });
+
   it('a client resuming after an id whose events are gone is told (EventsLost) before what is left', async () => {
     const { clock, one, two } = twoNodes();
     const first = new FakeConnection();

@@ -6,6 +6,8 @@ import { commitQueue, GroupCommit } from './group-commit.js';
 
 /** Rows per refresh statement: keeps the IN list well under every backend's parameter limit. */
 const REFRESH_CHUNK = 500;
+/** Insert-then-read rounds a bind tries while a racing release keeps removing the row it found. */
+const MAX_BIND_ATTEMPTS = 5;
 
 /** Tab-to-session bindings in SQL. */
 export class SqlTabStore implements TabStore {
@@ -32,9 +34,21 @@ export class SqlTabStore implements TabStore {
   async bind(tabId: string, sessionHash: string, now: number, origin: string | null = null): Promise<BindOutcome> {
     // Insert-if-absent, then read: the first session to register a tab keeps it, even under races (of two
     // inserts in one batch, the second finds the row and changes nothing). Parameters in the values' order.
-    if ((await this.inserts.run([tabId, sessionHash, now, now, origin])) === 1) return 'created';
-    const binding = await this.bindingOf(tabId);
-    if (binding?.session !== sessionHash) return 'conflict';
+    // The row the insert found may be gone by the read (its session's release on another node, the purge):
+    // then nobody holds the tab and the insert is tried again. Reporting that as a conflict would tell the
+    // owning session its own tab is another's (a 4403, and its page takes a new tab id).
+    for (let attempt = 1; ; attempt++) {
+      if ((await this.inserts.run([tabId, sessionHash, now, now, origin])) === 1) return 'created';
+      const binding = await this.bindingOf(tabId);
+      if (binding !== undefined) return this.boundTo(binding, tabId, sessionHash, origin);
+      // Each round needs a release racing it anew; this many in a row is a fault, not a race.
+      if (attempt === MAX_BIND_ATTEMPTS) throw new Error(`tab ${tabId}: its binding vanished between insert and read ${attempt} times`);
+    }
+  }
+
+  /** The outcome for `sessionHash` of a tab the store found bound to `binding`. */
+  private async boundTo(binding: { session: string; origin: string | null }, tabId: string, sessionHash: string, origin: string | null): Promise<BindOutcome> {
+    if (binding.session !== sessionHash) return 'conflict';
     // The same session from another page location (it navigated): cookie-less requests follow the new origin.
     if (origin !== null && binding.origin !== origin) {
       await this.db.updateTable('tabs').set({ origin }).where('tab_id', '=', tabId).where('session_hash', '=', sessionHash).execute();
