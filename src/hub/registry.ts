@@ -113,8 +113,8 @@ export class TabRegistry {
    * The page is going away (Unregister): the tab id is free again once this resolves (the binding is
    * removed before the connection's next frame is handled); see Hub.release for what stays.
    */
-  async unregister(address: TabAddress): Promise<void> {
-    await this.o.hub.release(address);
+  async unregister(address: TabAddress, connection?: TabConnection): Promise<void> {
+    await this.o.hub.release(address, connection);
     await this.removeBinding(address);
   }
 
