@@ -30,11 +30,19 @@ export class FirstVisitTickets {
     this.tickets.set(tabId, { ...ticket, at: this.now() });
   }
 
-  /** The tab's ticket, once: a second cookie-less request for the same Register gets nothing. */
-  take(tabId: string): FirstVisitTicket | undefined {
+  /**
+   * The tab's session for a request from `origin`, once: a second cookie-less request for the same Register
+   * gets nothing. A request from another origin is refused without spending the page's ticket.
+   */
+  take(tabId: string, origin: string): string | undefined {
     const ticket = this.tickets.get(tabId);
     if (ticket === undefined) return undefined;
+    if (this.now() - ticket.at > FIRST_VISIT_TICKET_MS) {
+      this.tickets.delete(tabId);
+      return undefined;
+    }
+    if (ticket.origin !== origin) return undefined;
     this.tickets.delete(tabId);
-    return this.now() - ticket.at <= FIRST_VISIT_TICKET_MS ? { session: ticket.session, origin: ticket.origin } : undefined;
+    return ticket.session;
   }
 }

@@ -186,21 +186,20 @@ export class TabRegistry {
    * registered before that (not a first visit) gets nothing.
    */
   async firstVisitSession(tabId: string, origin: string): Promise<string | undefined> {
-    const ticket = this.tickets.take(tabId) ?? (await this.nextRegistration(tabId));
-    return ticket !== undefined && ticket.origin === origin ? ticket.session : undefined;
+    return this.tickets.take(tabId, origin) ?? (await this.nextRegistration(tabId, origin));
   }
 
   /** Waits (bounded) for the first Register of a tab nobody holds. */
-  private async nextRegistration(tabId: string): Promise<{ session: string; origin: string | null } | undefined> {
+  private async nextRegistration(tabId: string, origin: string): Promise<string | undefined> {
     if ((await this.o.tabs.sessionOf(tabId)) !== undefined) return undefined;
     await this.awaitRegistration(tabId);
-    const ticket = this.tickets.take(tabId);
-    if (ticket !== undefined) return ticket;
+    const session = this.tickets.take(tabId, origin);
+    if (session !== undefined) return session;
     // Registered through another node of a cluster while this request waited (it was free when it came). A
     // Register here leaves a ticket, so a binding held here without one was taken by an earlier request.
     const binding = await this.o.tabs.bindingOf(tabId);
-    if (binding === undefined || this.o.hub.holdsHere({ tabId, session: binding.session })) return undefined;
-    return binding;
+    if (binding === undefined || binding.origin !== origin || this.o.hub.holdsHere({ tabId, session: binding.session })) return undefined;
+    return binding.session;
   }
 
   private wake(tabId: string): void {
