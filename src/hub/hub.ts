@@ -140,7 +140,7 @@ export class Hub implements Delivery {
       // empty: that poll is greeted as before.
       const quiet = !websocket && here === undefined && !created && cursor === undefined;
       await this.serially(tab, async () => {
-        if (quiet && connection.open && connection.send([]) && !connection.open) return;
+        if (quiet && (await this.writer.pending(tab)) && connection.open && connection.send([]) && !connection.open) return;
         const from = await this.writer.catchUp(tab, connection, cursor);
         // Told to this connection only, after what it missed, and not kept in the stream (no id): it is
         // about the connection, not an event of the tab. A new stream is empty, so a first poll is still open.

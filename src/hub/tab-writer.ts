@@ -87,6 +87,11 @@ export class TabWriter {
     return from;
   }
 
+  /** Whether the tab's stream holds events no connection was written yet. */
+  async pending(tab: LocalTab): Promise<boolean> {
+    return (await this.read(tab.address, undefined)).frames.length > 0;
+  }
+
   private async read(address: TabAddress, afterId: number | undefined): Promise<StreamRead> {
     const read = await this.o.broker.read(address, afterId, this.o.now());
     this.o.fallBack(read.unsent);

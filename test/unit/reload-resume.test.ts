@@ -98,21 +98,43 @@ describe('a page reloading on its greeting', () => {
   });
 });
 
-describe('the first poll of a tab new to this node whose stream holds events', () => {
-  it('is answered [] at once; the next poll carries the events (a page reloading on that first answer loses nothing)', async () => {
-    const { hub } = await resultWaiting();
-    // A poll is answered once (as LongPollConnection): after its first frames it takes no more.
-    const poll = () => {
-      const c = Object.assign(new FakeConnection('long-poll'), { client: {}, answers: 0 });
-      const send = c.send.bind(c);
-      c.send = (frames) => {
-        const ok = send(frames);
-        c.answers++;
-        c.open = false;
-        return ok;
-      };
-      return c;
+describe('the first poll of a tab new to this node', () => {
+  // A poll is answered once (as LongPollConnection): after its first frames it takes no more.
+  const poll = () => {
+    const c = Object.assign(new FakeConnection('long-poll'), { client: {}, answers: 0 });
+    const send = c.send.bind(c);
+    c.send = (frames) => {
+      const ok = send(frames);
+      c.answers++;
+      c.open = false;
+      return ok;
     };
+    return c;
+  };
+
+  it('whose stream holds nothing unsent is held as any poll', async () => {
+    const { hub } = makeHub({ greeting: GREETING });
+    await hub.deliver(A, { type: 'SignatureReceived', data: 'r1' });
+    const first = poll();
+    await hub.attach(A, first);
+    expect([first.answers, first.frames]).toEqual([1, []]);
+    hub.detach(A, first);
+    const taken = poll();
+    await hub.attach(A, taken);
+    expect(types(taken)).toEqual(['SignatureReceived:r1']);
+    hub.detach(A, taken);
+    // Let go here (the stream stays for the session's return), then polled again: nothing waits.
+    await hub.release(A);
+    const next = poll();
+    await hub.attach(A, next);
+    expect(next.answers).toBe(0);
+    await hub.deliver(A, { type: 'SignatureReceived', data: 'r2' });
+    await tick();
+    expect(types(next)).toEqual(['SignatureReceived:r2']);
+  });
+
+  it('whose stream holds events is answered [] at once; the next poll carries them (a page reloading on that answer loses nothing)', async () => {
+    const { hub } = await resultWaiting();
     const first = poll();
     await hub.attach(A, first);
     expect([first.answers, first.frames]).toEqual([1, []]);
