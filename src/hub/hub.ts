@@ -220,6 +220,7 @@ export class Hub implements Delivery {
     this.fallBack(aged.unsent);
     if (aged.expired > 0) this.o.counters?.dropped('expired', aged.expired);
     if (this.retry.pending > 0) void this.retry.retry();
+    this.reloads.sweep();
     for (const tab of [...this.tabs.values()]) {
       if (hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
       this.tabs.remove(tab);

@@ -42,6 +42,13 @@ class TimedMap<V> {
     this.entries.delete(key);
     return value;
   }
+  /** Removes the entries older than `keepMs`: they are in insertion order, which `set` keeps by time. */
+  prune(now: number): void {
+    for (const [key, entry] of this.entries) {
+      if (now - entry.at <= this.keepMs) return;
+      this.entries.delete(key);
+    }
+  }
 }
 
 export class ReloadResume {
@@ -73,6 +80,13 @@ export class ReloadResume {
     const known = this.greeted.get(key, now) !== undefined;
     this.greeted.set(key, true, now);
     if (!known) this.watched.set(connection, { from, at: now });
+  }
+
+  /** Forgets what is past `keepMs` (the hub's sweep): the maps hold what the last `keepMs` greeted, not every tab. */
+  sweep(): void {
+    const now = this.now();
+    this.greeted.prune(now);
+    this.resumes.prune(now);
   }
 
   /** The socket sent a Ping: its page stayed after the greeting. */

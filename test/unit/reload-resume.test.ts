@@ -54,6 +54,24 @@ describe('a page reloading on its greeting', () => {
     expect(types(third)).toEqual(['greeting']);
   });
 
+  it('a tab greeted here more than outboxMaxAge ago is watched again', async () => {
+    const { hub, clock } = makeHub({ greeting: GREETING });
+    const early = new FakeConnection();
+    await hub.attach(A, early);
+    hub.touch(A, early);
+    early.open = false;
+    hub.detach(A, early);
+    clock.advance(60_001);
+    hub.sweep();
+    await hub.deliver(A, { type: 'SignatureReceived', data: 'r1' });
+    const old = new FakeConnection();
+    await hub.attach(A, old);
+    await hub.release(A, old);
+    const reloaded = new FakeConnection();
+    await hub.attach(A, reloaded);
+    expect(types(reloaded)).toEqual(['SignatureReceived:r1', 'greeting']);
+  });
+
   it('a page that pinged after its greeting stayed: its Unregister later sends nothing again', async () => {
     const { hub } = await resultWaiting();
     const page = new FakeConnection();
