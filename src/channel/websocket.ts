@@ -103,10 +103,10 @@ class WebSocketTab implements TabConnection {
         return;
       }
       case 'Ping':
-        if (this.address !== undefined) this.o.hub.touch(this.address);
+        if (this.address !== undefined) this.o.hub.touch(this.address, this);
         return;
       case 'Unregister':
-        if (this.address !== undefined) await this.o.registry.unregister(this.address);
+        if (this.address !== undefined) await this.o.registry.unregister(this.address, this);
         this.address = undefined;
         return;
     }

@@ -4,6 +4,7 @@ import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from './address.js';
 import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } from './presence-keeper.js';
 import { PublishRetry } from './publish-retry.js';
+import { ReloadResume } from './reload-resume.js';
 import type { TabConnection } from './connection.js';
 import { hasOpen, inTabOrder, prune, type LocalTab } from './local-tab.js';
 import { addConnection, connectedUntil } from './tab-connections.js';
@@ -41,8 +42,11 @@ export class Hub implements Delivery {
   private readonly presence: PresenceKeeper;
   /** Writes events to the tabs' connections here, from announcements and the streams. */
   private readonly writer: TabWriter;
+  /** What a page reloading on its greeting was written, for its next Register (reload-resume.ts). */
+  private readonly reloads: ReloadResume;
 
   constructor(private readonly o: HubOptions) {
+    this.reloads = new ReloadResume(() => o.clock.now(), o.outboxMaxAgeMs);
     this.writer = new TabWriter({
       broker: o.broker,
       now: () => o.clock.now(),
@@ -117,7 +121,8 @@ export class Hub implements Delivery {
    */
   async attach(address: TabAddress, connection: TabConnection, lastEventId?: number): Promise<AttachOutcome> {
     const now = this.o.clock.now();
-    const tab = this.tabs.get(address) ?? this.tabs.create(address, now, this.o.maxTabsPerSession);
+    const here = this.tabs.get(address);
+    const tab = here ?? this.tabs.create(address, now, this.o.maxTabsPerSession);
     if (!tab) return 'too_many_tabs';
     tab.lastSeen = now;
     const open = connection.open;
@@ -125,14 +130,27 @@ export class Hub implements Delivery {
     if (open) tab.transport = connection.transport;
     const { created } = await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
     if (open) {
-      // A client the tab has written to before resumes after what it got, even events another page took.
-      const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
-      const greet = this.o.greeting !== undefined && (created || connection.transport === 'websocket');
+      const websocket = connection.transport === 'websocket';
+      // A client the tab has written to before resumes after what it got, even events another page took; a
+      // page that reloaded on its greeting resumes where the page before it started (reload-resume.ts).
+      const cursor =
+        lastEventId ??
+        (connection.client === undefined ? undefined : tab.cursors?.get(connection.client)) ??
+        (websocket ? this.reloads.resumeAfter(address) : undefined);
+      const greeting = this.o.greeting !== undefined && (created || websocket) ? (this.o.greeting() as EventFrame) : undefined;
+      // The first poll of a tab new to this node whose stream holds events (a restart, a return after the
+      // idle time) is answered [] at once: a reference page may reload on that answer (its first 200 after an
+      // error answer) and would lose what it carried. Its next poll, at once, gets them. A new stream is
+      // empty: that poll is greeted as before.
+      const quiet = !websocket && here === undefined && !created && cursor === undefined;
       await this.serially(tab, async () => {
-        await this.writer.catchUp(tab, connection, cursor);
+        if (quiet && (await this.writer.pending(tab)) && connection.open && connection.send([]) && !connection.open) return;
+        const from = await this.writer.catchUp(tab, connection, cursor);
         // Told to this connection only, after what it missed, and not kept in the stream (no id): it is
         // about the connection, not an event of the tab. A new stream is empty, so a first poll is still open.
-        if (greet && connection.open) connection.send([this.o.greeting!() as EventFrame]);
+        if (greeting === undefined || !connection.open) return;
+        connection.send([greeting]);
+        if (websocket && from !== undefined) this.reloads.greetedSocket(address, connection, from);
       });
       // A Register or poll served while the node stops (a kept-alive connection) gets what it missed and is
       // then closed as every connection was: the page goes on on another node.
@@ -166,8 +184,9 @@ export class Hub implements Delivery {
     this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
   }
 
-  /** A ping or poll: the tab is alive. */
-  touch(address: TabAddress): void {
+  /** A ping or poll: the tab is alive (`connection`: the one that pinged; its page stayed after its greeting). */
+  touch(address: TabAddress, connection?: TabConnection): void {
+    if (connection !== undefined) this.reloads.stayed(connection);
     const tab = this.tabs.get(address);
     if (tab) tab.lastSeen = this.o.clock.now();
   }
@@ -177,7 +196,9 @@ export class Hub implements Delivery {
    * already addressed to this session waits in its stream (within the usual bounds) in case the same
    * session registers the tab again, as a reloading page does.
    */
-  async release(address: TabAddress): Promise<void> {
+  async release(address: TabAddress, connection?: TabConnection): Promise<void> {
+    // `connection` said goodbye: a page that may be reloading on its greeting (reload-resume.ts).
+    if (connection !== undefined) this.reloads.left(address, connection);
     const tab = this.tabs.get(address);
     if (tab) this.tabs.remove(tab);
     this.o.onRelease?.(address);
@@ -220,6 +241,7 @@ export class Hub implements Delivery {
     this.fallBack(aged.unsent);
     if (aged.expired > 0) this.o.counters?.dropped('expired', aged.expired);
     if (this.retry.pending > 0) void this.retry.retry();
+    this.reloads.sweep();
     for (const tab of [...this.tabs.values()]) {
       if (hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
       this.tabs.remove(tab);

@@ -3,6 +3,7 @@ import { TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
 import type { TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
+import { FirstVisitTickets } from './first-visit.js';
 import type { Hub } from './hub.js';
 
 export type RegisterOutcome = 'ok' | 'conflict' | 'too_many_tabs';
@@ -22,6 +23,8 @@ export interface TabRegistryOptions {
 
 /** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
 const MAX_WAITERS = 10_000;
+/** Pending waits for the Register of one tab (a page asks once; more is someone else asking). */
+const MAX_WAITERS_PER_TAB = 4;
 /** How long a looked-up tab owner is trusted without asking the store again. */
 const OWNER_CACHE_MS = 2_000;
 /** Owners kept at most (beyond, the cache starts over: bounded memory). */
@@ -76,9 +79,12 @@ export class TabRegistry {
   private readonly owners: OwnerCache;
   private readonly waiters = new Map<string, Set<() => void>>();
   private waiting = 0;
+  /** What each Register that newly bound a tab here allows a cookie-less first QR request (first-visit.ts). */
+  private readonly tickets: FirstVisitTickets;
 
   constructor(private readonly o: TabRegistryOptions) {
     this.owners = new OwnerCache(() => o.clock.now());
+    this.tickets = new FirstVisitTickets(() => o.clock.now());
   }
 
   /**
@@ -97,6 +103,7 @@ export class TabRegistry {
       if (bound === 'created') await this.removeBinding({ tabId, session });
       return 'too_many_tabs';
     }
+    if (bound === 'created') this.tickets.grant(tabId, { session, origin: originOfLocation(location) });
     this.wake(tabId);
     // New to the service (first Register, or its stream was lost with a restart): results its session's
     // codes sent in the last moments may have been lost with it; they are derived again from the settled codes.
@@ -108,8 +115,8 @@ export class TabRegistry {
    * The page is going away (Unregister): the tab id is free again once this resolves (the binding is
    * removed before the connection's next frame is handled); see Hub.release for what stays.
    */
-  async unregister(address: TabAddress): Promise<void> {
-    await this.o.hub.release(address);
+  async unregister(address: TabAddress, connection?: TabConnection): Promise<void> {
+    await this.o.hub.release(address, connection);
     await this.removeBinding(address);
   }
 
@@ -156,7 +163,7 @@ export class TabRegistry {
    * Register may reach another node: the stored binding is looked at too, every `BINDING_POLL_MS`.
    */
   awaitRegistration(tabId: string): Promise<void> {
-    if (this.waiting >= MAX_WAITERS) return Promise.resolve();
+    if (this.waiting >= MAX_WAITERS || (this.waiters.get(tabId)?.size ?? 0) >= MAX_WAITERS_PER_TAB) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const set = this.waiters.get(tabId) ?? new Set<() => void>();
       this.waiters.set(tabId, set);
@@ -178,6 +185,30 @@ export class TabRegistry {
       };
       setTimeout(look, BINDING_POLL_MS).unref();
     });
+  }
+
+  /**
+   * The session a cookie-less QR request of a first visit is answered for (docs/events.md "A first visit
+   * without the cookie"), or undefined: the session of the Register that newly bound the tab, when that
+   * Register came at most FIRST_VISIT_TICKET_MS before the request or comes within `registrationWaitMs`
+   * after it, and sent a location of the request's `origin`. One request per such Register; a tab
+   * registered before that (not a first visit) gets nothing.
+   */
+  async firstVisitSession(tabId: string, origin: string): Promise<string | undefined> {
+    return this.tickets.take(tabId, origin) ?? (await this.nextRegistration(tabId, origin));
+  }
+
+  /** Waits (bounded) for the first Register of a tab nobody holds. */
+  private async nextRegistration(tabId: string, origin: string): Promise<string | undefined> {
+    if ((await this.o.tabs.sessionOf(tabId)) !== undefined) return undefined;
+    await this.awaitRegistration(tabId);
+    const session = this.tickets.take(tabId, origin);
+    if (session !== undefined) return session;
+    // Registered through another node of a cluster while this request waited (it was free when it came). A
+    // Register here leaves a ticket, so a binding held here without one was taken by an earlier request.
+    const binding = await this.o.tabs.bindingOf(tabId);
+    if (binding === undefined || binding.origin !== origin || this.o.hub.holdsHere({ tabId, session: binding.session })) return undefined;
+    return binding.session;
   }
 
   private wake(tabId: string): void {

@@ -69,16 +69,27 @@ export class TabWriter {
     if (written > 0) this.markSent(tab.address, written);
   }
 
-  /** The first write to a connection: what follows `cursor` (or what nobody got), then it follows the stream. */
-  async catchUp(tab: LocalTab, connection: TabConnection, cursor: number | undefined): Promise<void> {
-    if (!tab.connections.has(connection) || !connection.open) return;
+  /**
+   * The first write to a connection: what follows `cursor` (or what nobody got), then it follows the stream.
+   * Resolves with the stream position before everything this connection is written (undefined: it was not
+   * attached), so a page that went away with them can be given them again (reload-resume.ts).
+   */
+  async catchUp(tab: LocalTab, connection: TabConnection, cursor: number | undefined): Promise<number | undefined> {
+    if (!tab.connections.has(connection) || !connection.open) return undefined;
     const read = await this.read(tab.address, cursor);
     const frames = read.lost && cursor !== undefined ? [this.lostFrame(cursor, read.epoch), ...read.frames] : read.frames;
+    const from = read.frames.length > 0 ? read.frames[0]!.id - 1 : read.last;
     if (frames.length === 0) {
       tab.connections.set(connection, read.last);
-      return;
+      return from;
     }
     if (this.write(tab, connection, frames, read.last) && read.frames.length > 0) this.markSent(tab.address, read.frames.at(-1)!.id);
+    return from;
+  }
+
+  /** Whether the tab's stream holds events no connection was written yet. */
+  async pending(tab: LocalTab): Promise<boolean> {
+    return (await this.read(tab.address, undefined)).frames.length > 0;
   }
 
   private async read(address: TabAddress, afterId: number | undefined): Promise<StreamRead> {

@@ -41,6 +41,7 @@ export type QrIssuanceOptions = Pick<
   | 'allowCookielessQrRequests'
   | 'backend'
   | 'awaitTab'
+  | 'firstVisit'
   | 'ownTab'
 >;
 
@@ -118,7 +119,14 @@ export class QrIssuance {
       // A QR request may come before the tab's Register (first visit, a slow handshake): it binds the tab.
       return (await this.o.ownTab(tab, caller.sessionHash, { bindIfFree: true, origin: caller.origin })).session;
     }
-    if (!this.o.allowCookielessQrRequests || caller.origin === null) {
+    if (caller.origin === null) {
+      throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
+    }
+    if (!this.o.allowCookielessQrRequests) {
+      // A first visit: the page asked before its channel's handshake set the cookie. Answered for the session
+      // of the Register that binds the tab around now, from this origin, once (docs/events.md).
+      const session = await this.o.firstVisit(tab, caller.origin);
+      if (session !== undefined) return session;
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
     }
     // Compatibility switch (docs/events.md): the request may come before the tab's Register; wait for it, bounded.

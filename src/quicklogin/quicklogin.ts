@@ -65,6 +65,8 @@ export interface QuickLoginOptions {
   backend: BackendMode;
   /** Resolves when the tab registers, or after a bounded wait (cookie-less QR requests that beat their tab's Register). */
   awaitTab: (tabId: string) => Promise<void>;
+  /** A cookie-less QR request of a first visit: the session it is for, or undefined (TabRegistry.firstVisitSession). */
+  firstVisit: (tabId: string, origin: string) => Promise<string | undefined>;
   /** The tab-ownership rule (TabRegistry.requireOwner). */
   ownTab: TabRegistry['requireOwner'];
   /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */

@@ -16,8 +16,11 @@ const HUB_SWEEP_MS = 5_000;
 const ROLL_EVERY_MS = 1_000;
 /** The reference client polls again at once after an answer, or 5 s after an error. */
 const LONG_POLL_GAP_MS = 10_000;
-/** A cookie-less QR request that beats its tab's Register waits this long for it (the reference script asks after 500 ms). */
-const TAB_REGISTRATION_WAIT_MS = 3_000;
+/**
+ * A cookie-less QR request that beats its tab's Register waits this long for it: the reference script asks
+ * at once or after 500 ms, and a first visit's handshake on a slow network takes seconds (docs/events.md).
+ */
+const TAB_REGISTRATION_WAIT_MS = 10_000;
 
 /** What other areas do when a tab's events cannot reach it, or a tab is let go (set once they exist). */
 export interface TabHooks {

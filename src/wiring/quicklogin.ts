@@ -72,6 +72,7 @@ export function createQuickLoginArea(o: {
     countAnswer: (made) => answersMade[made].inc(),
     allowCookielessQrRequests: config.allowCookielessQrRequests,
     awaitTab: (tabId) => registry.awaitRegistration(tabId),
+    firstVisit: (tabId, origin) => registry.firstVisitSession(tabId, origin),
     ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
     issueAgentToken: (accountId, seconds) => o.accounts.tokenFor(accountId, seconds),
     // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.

@@ -13,6 +13,13 @@ export interface DelayProxy {
   readonly port: number;
   /** Hold every WebSocket handshake this long after it arrives (0: none). */
   webSocketDelayMs: number;
+  /**
+   * Answer `502 Bad Gateway` (and close) when the service refuses the connection, as a reverse proxy does
+   * while the service restarts; off: the client's connection is cut.
+   */
+  badGatewayWhenDown: boolean;
+  /** 502 answers given so far. */
+  readonly badGateways: number;
   /** Holds every WebSocket handshake arriving from now on until the returned function is called. */
   holdWebSockets(): () => void;
   /** Holds every connection arriving from now on, of any kind, until the returned function is called. */
@@ -40,6 +47,7 @@ export async function startDelayProxy(o: DelayProxyOptions): Promise<DelayProxy>
   const gates: { webSocket?: Promise<void>; all?: Promise<void> } = {};
   let seen = 0;
   let held = 0;
+  let badGateways = 0;
 
   /** Puts a new gate in `kind`'s place; the returned function opens it (and clears the place unless a later hold took it). */
   function hold(kind: keyof typeof gates): () => void {
@@ -88,9 +96,19 @@ export async function startDelayProxy(o: DelayProxyOptions): Promise<DelayProxy>
       ? tlsConnect({ host: targetHost, port: o.targetPort, rejectUnauthorized: false })
       : netConnect({ host: targetHost, port: o.targetPort });
     track(upstream);
-    upstream.on('error', () => client.destroy());
+    let connected = false;
+    upstream.on('connect', () => (connected = true));
+    upstream.on('secureConnect', () => (connected = true));
+    upstream.on('error', () => {
+      if (connected || !proxy.badGatewayWhenDown) return client.destroy();
+      badGateways++;
+      const body = 'Bad Gateway';
+      client.end(`HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\ncontent-length: ${body.length}\r\nconnection: close\r\n\r\n${body}`);
+    });
     client.on('error', () => upstream.destroy());
-    upstream.on('close', () => client.destroy());
+    upstream.on('close', () => {
+      if (connected || !proxy.badGatewayWhenDown) client.destroy();
+    });
     client.on('close', () => upstream.destroy());
     upstream.write(head);
     upstream.pipe(client);
@@ -107,6 +125,10 @@ export async function startDelayProxy(o: DelayProxyOptions): Promise<DelayProxy>
   const proxy: DelayProxy = {
     port: (server.address() as { port: number }).port,
     webSocketDelayMs: 0,
+    badGatewayWhenDown: false,
+    get badGateways() {
+      return badGateways;
+    },
     holdWebSockets: () => hold('webSocket'),
     holdAll: () => hold('all'),
     get webSocketsSeen() {
