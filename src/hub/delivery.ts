@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from './address.js';
@@ -20,3 +20,11 @@ export interface Delivery {
 
 /** A publish key of its own for an event that has none (broker.ts `publish`): 22 characters of base64url. */
 export const newPublishKey = (): string => randomBytes(16).toString('base64url');
+
+/**
+ * The publish key of the event a settled code sends its tab: derived from the code, so the node that
+ * settled it, a node that republishes it from the settlement row (the result outbox), a repeated
+ * signature and a replay all publish it under one key, and the tab's stream keeps one copy with one id
+ * (docs/events.md "Results"). A hash, so the code itself is not written into the broker.
+ */
+export const resultPublishKey = (code: string): string => `r${createHash('sha256').update(code).digest('base64url').slice(0, 32)}`;

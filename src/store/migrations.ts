@@ -1,4 +1,4 @@
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 
 // Portable DDL only (SQLite and PostgreSQL): Kysely's schema builder, no dialect-specific SQL.
 const migrations: Record<string, Migration> = {
@@ -201,6 +201,22 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('codes').addColumn('scan_seconds', 'integer').execute();
       await db.schema.alterTable('codes').addColumn('fetched_at', 'bigint').execute();
       await db.schema.alterTable('codes').addColumn('binding_hash', 'varchar(64)').execute();
+    },
+  },
+  '0011_result_outbox': {
+    async up(db: Kysely<any>) {
+      // The settlement row is the outbox of its tab event (docs/events.md "Results"): null while the event
+      // is owed to the tab's stream. Codes settled before this version were published (or replayed) by it.
+      await db.schema.alterTable('codes').addColumn('announced_at', 'bigint').execute();
+      await db.updateTable('codes').set((eb) => ({ announced_at: eb.ref('signed_at') })).where('signed_at', 'is not', null).execute();
+      // Only what is owed is indexed: pending codes (signed_at null) and announced ones cost no entry.
+      await db.schema
+        .createIndex('codes_unannounced')
+        .on('codes')
+        .column('signed_at')
+        .where('signed_at', 'is not', null)
+        .where(sql.ref('announced_at'), 'is', null)
+        .execute();
     },
   },
 };
