@@ -181,5 +181,7 @@ export interface Store {
   services: ServiceRegistrationStore;
   callbacks: CallbackStore;
   messages: MessageStore;
+  /** One trivial round trip to the database (readiness: a stalled server does not answer it). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }
