@@ -32,7 +32,7 @@ export interface Broker {
    * the same key, nothing is appended and that event's frame (its id) is answered again, marked
    * `duplicate`. So a publish whose answer was lost (a timeout while Redis stalled) may be retried, and
    * a settled result may be published again by any node, without a copy under a new id (docs/events.md
-   * "Event ids"). Keys are at most 64 characters of `[A-Za-z0-9_-]`; without one nothing is de-duplicated.
+   * "Results reach the page once"). Keys are at most 64 characters of `[A-Za-z0-9_-]`; without one nothing is de-duplicated.
    */
   publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key?: string): Promise<PublishOutcome>;
   /** The tab's stream after `afterId` (undefined: after the sent mark), oldest first, within its bounds. */

@@ -25,6 +25,7 @@ export const newPublishKey = (): string => randomBytes(16).toString('base64url')
  * The publish key of the event a settled code sends its tab: derived from the code, so the node that
  * settled it, a node that republishes it from the settlement row (the result outbox), a repeated
  * signature and a replay all publish it under one key, and the tab's stream keeps one copy with one id
- * (docs/events.md "Results"). A hash, so the code itself is not written into the broker.
+ * (docs/events.md "Results reach the page once"). A hash, so the code itself is not written into the
+ * broker.
  */
 export const resultPublishKey = (code: string): string => `r${createHash('sha256').update(code).digest('base64url').slice(0, 32)}`;

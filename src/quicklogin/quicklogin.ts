@@ -215,8 +215,8 @@ export class QuickLogin {
    * Publishes a settled code's tab event under the code's publish key and marks the settlement row
    * announced. From the settlement's commit to that mark the row is the event's outbox: a node that dies
    * in between leaves it owed, and the result outbox (result-outbox.ts) of a live node publishes it under
-   * the same key, so the tab gets it once with one id (docs/events.md "Results"). Resolves whether the
-   * event is in the tab's stream now.
+   * the same key, so the tab gets it once with one id (docs/events.md "Results reach the page once").
+   * Resolves whether the event is in the tab's stream now.
    */
   private async announce(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
     if (record.tabId === '' || record.sessionHash === null) return false;

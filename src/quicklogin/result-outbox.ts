@@ -24,8 +24,8 @@ export interface ResultOutboxOptions {
 }
 
 /**
- * The result outbox (docs/events.md "Results"): the settlement row of a code stores the event its tab is
- * sent, unannounced until it is in the tab's stream. A sweep publishes every result owed for longer than
+ * The result outbox (docs/events.md "Results reach the page once"): the settlement row of a code stores
+ * the event its tab is sent, unannounced until it is in the tab's stream. A sweep publishes every result owed for longer than
  * `graceMs`, under the code's publish key, so a copy the dying node did publish, or another sweep's, is
  * not appended twice. It runs on one node of a cluster at a time (a lease); on two at once during a
  * hand-over it is still harmless.

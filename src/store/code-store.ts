@@ -52,7 +52,7 @@ export interface Settlement {
   tabEvent?: TabEventRecord['event'];
 }
 
-/** A settled code's tab event that no node has published yet (the result outbox, docs/events.md "Results"). */
+/** A settled code's tab event no node has published yet (the result outbox; docs/events.md "Results reach the page once"). */
 export interface UnannouncedResult extends TabEventRecord {
   tabId: string;
   sessionHash: string;

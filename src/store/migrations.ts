@@ -205,8 +205,8 @@ const migrations: Record<string, Migration> = {
   },
   '0011_result_outbox': {
     async up(db: Kysely<any>) {
-      // The settlement row is the outbox of its tab event (docs/events.md "Results"): null while the event
-      // is owed to the tab's stream. Codes settled before this version were published (or replayed) by it.
+      // The settlement row is the outbox of its tab event (docs/events.md "Results reach the page once"):
+      // null while the event is owed to the tab's stream. Codes settled before this version were published (or replayed) by it.
       await db.schema.alterTable('codes').addColumn('announced_at', 'bigint').execute();
       await db.updateTable('codes').set((eb) => ({ announced_at: eb.ref('signed_at') })).where('signed_at', 'is not', null).execute();
       // Only what is owed is indexed: pending codes (signed_at null) and announced ones cost no entry.

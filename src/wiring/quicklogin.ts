@@ -89,7 +89,8 @@ export function createQuickLoginArea(o: {
       return (outcome) => void stop({ outcome });
     },
   });
-  // Results owed to tabs by settlements whose node died before publishing them (docs/events.md "Results").
+  // Results owed to tabs by settlements whose node died before publishing them (docs/events.md
+  // "Results reach the page once").
   const outbox = new ResultOutbox({
     codes: store.codes,
     delivery: hub,
