@@ -104,7 +104,7 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const { hub, registry } = events;
   const agent = createAgentArea({ config, shared, hub, tokens: keys.tokens, clock, metrics, log, hooks });
   const identity = await createIdentityArea({ config, store, clock, signer: keys.signer, metrics });
-  const quickLogin = createQuickLoginArea({ config, store, hub, registry, signer: keys.signer, accounts: agent.accounts, clock, metrics, log, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
+  const quickLogin = createQuickLoginArea({ config, store, hub, registry, signer: keys.signer, accounts: agent.accounts, clock, metrics, log, leases: shared.leases, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
   const retention = createRetentionArea({ config, store, leases: shared.leases, clock, metrics, log });
 
   const areas: Lifecycle[] = [shared, keys, events, agent, identity, quickLogin, retention];

@@ -27,8 +27,14 @@ export interface Broker {
    * has the tab connected, checked atomically with the append; otherwise nothing is appended and
    * `frame` is undefined: the caller stores the message. `unsent` holds fallbacks of older events
    * the bounds pushed out before anyone got them.
+   *
+   * Idempotent per `key` (at most once per stream): when the stream still holds an event published with
+   * the same key, nothing is appended and that event's frame (its id) is answered again, marked
+   * `duplicate`. So a publish whose answer was lost (a timeout while Redis stalled) may be retried, and
+   * a settled result may be published again by any node, without a copy under a new id (docs/events.md
+   * "Results reach the page once"). Keys are at most 64 characters of `[A-Za-z0-9_-]`; without one nothing is de-duplicated.
    */
-  publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome>;
+  publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key?: string): Promise<PublishOutcome>;
   /** The tab's stream after `afterId` (undefined: after the sent mark), oldest first, within its bounds. */
   read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead>;
   /** Frames up to `id` were written to a connection (the mark only moves forward). */
@@ -94,7 +100,12 @@ export interface PublishOutcome {
   dropped: { overflow: number; expired: number };
   /** The broker announced the event on the bus itself (with its append, in one round trip): nobody else does. */
   announced: boolean;
+  /** The key was published before: `frame` is that event, nothing was appended (announced again, harmlessly). */
+  duplicate?: boolean;
 }
+
+/** What a publish key may be: short, and without the ':' that separates an entry's fields in Redis. */
+export const PUBLISH_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 export interface StreamRead {
   /** Frames after the cursor, oldest first. */

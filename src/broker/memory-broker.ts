@@ -2,12 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { DeliveryFallback } from '../bus/bus.js';
 import { addressKey, type TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+import { epochAt, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 
 interface Entry {
   frame: EventFrame;
   at: number;
   fallback: DeliveryFallback | undefined;
+  /** The publish key (broker.ts `publish`): a second publish with it answers this entry. */
+  key: string | undefined;
 }
 
 interface Holder {
@@ -40,14 +42,18 @@ export class MemoryBroker implements Broker {
 
   constructor(private readonly bounds: BrokerBounds) {}
 
-  async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
+  async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, publishKey?: string): Promise<PublishOutcome> {
+    if (publishKey !== undefined && !PUBLISH_KEY_PATTERN.test(publishKey)) throw new Error(`publish key ${JSON.stringify(publishKey)} is not ${PUBLISH_KEY_PATTERN}`);
     const key = addressKey(to);
     let stream = this.live(key, now);
+    // A stream holds at most `limit` entries (100 by default): a scan costs less than an index kept per tab.
+    const earlier = publishKey === undefined ? undefined : stream?.entries.find((e) => e.key === publishKey);
+    if (earlier) return { frame: earlier.frame, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false, duplicate: true };
     if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
     stream ??= this.create(key, now);
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
-    stream.entries.push({ frame, at: now, fallback });
+    stream.entries.push({ frame, at: now, fallback, key: publishKey });
     const overflow = this.settle(stream, stream.entries.splice(0, Math.max(0, stream.entries.length - this.bounds.limit)));
     const expired = this.settle(stream, this.expire(stream, now));
     return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped }, announced: false };

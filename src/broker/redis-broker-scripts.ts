@@ -4,8 +4,12 @@ import type { Redis } from 'ioredis';
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
  * in one hash slot (the `{…}` tag):
  * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch;
- * - `…:ev` list of entries `offset:at:fallbackFlag:json` (json: `{type, data, fallback?}`), oldest first;
- * - `…:p` hash: node -> `connectedUntil` (ms; a node with a live connection writes a time far ahead).
+ * - `…:ev` list of entries `offset:at:fallbackFlag[publishKey]:json` (json: `{type, data, fallback?}`), oldest
+ *   first; the publish key follows the flag digit, so parsers that read `offset:at:flag` and the json after the
+ *   third ':' (those of earlier versions too, during a rolling upgrade) are not disturbed by it;
+ * - `…:p` hash: node -> `connectedUntil` (ms; a node with a live connection writes a time far ahead);
+ * - `…:k` hash: publish key -> `epoch:offset` of the entry published with it, while that entry is in `…:ev`
+ *   (removed when it is trimmed), so a retried publish answers the entry instead of appending a copy.
  * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat.
  * A tab's holder counts only while its node is alive, so a node keeps all its tabs with one command
  * every few seconds instead of one script per tab (docs/benchmarks.md "Cluster": re-stamping 19,000
@@ -31,15 +35,16 @@ local function holders(p, nodes, now)
   end
   return live, conn
 end
-local function trim(ev, sent, limit, cutoff)
+local function trim(ev, sent, limit, cutoff, k)
   local out, overflow, expired = {}, 0, 0
   local n = redis.call('LLEN', ev)
   while n > 0 do
     local head = redis.call('LINDEX', ev, 0)
-    local off, at, fb = string.match(head, '^(%d+):(%d+):(%d)')
+    local off, at, fb, key = string.match(head, '^(%d+):(%d+):(%d)([%w_%-]*):')
     local over = n > limit
     if not over and tonumber(at) >= cutoff then break end
     redis.call('LPOP', ev)
+    if key ~= '' then redis.call('HDEL', k, key) end
     n = n - 1
     if tonumber(off) > sent then
       if fb == '1' then table.insert(out, head) elseif over then overflow = overflow + 1 else expired = expired + 1 end
@@ -65,13 +70,32 @@ end
 `;
 
 /**
- * KEYS m ev p nodes; ARGV now epoch limit cutoff ttl requireConnected entryTail channel head tail.
+ * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channel head tail key.
  * With a channel, the bus message announcing the event is published here too: `head` id `tail`, the id
  * printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
  * exponent form. One round trip instead of two on every event's path (docs/redis.md "Event streams").
+ * A `key` already in `k` for this epoch answers that entry (reply[1] = 2) and appends nothing: a publish
+ * whose answer timed out may have run, and its retry must not run again (docs/redis.md "Outages").
  */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
+local function announce(epoch, off)
+  if ARGV[8] ~= '' then
+    redis.call('PUBLISH', ARGV[8], ARGV[9] .. string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ARGV[10])
+  end
+end
+if ARGV[11] ~= '' then
+  local earlier = redis.call('HGET', KEYS[5], ARGV[11])
+  local epoch = redis.call('HGET', KEYS[1], 'e')
+  if earlier and epoch then
+    local e, off = string.match(earlier, '^(%d+):(%d+)$')
+    if e == epoch then
+      -- Told again: the first run's announcement may have been missed, and a writer skips an id it wrote.
+      announce(epoch, off)
+      return {2, epoch, off, 0, 0}
+    end
+  end
+end
 if ARGV[6] == '1' then
   local live, conn = holders(KEYS[3], KEYS[4], now)
   if not conn then return {0} end
@@ -80,21 +104,22 @@ create(KEYS[1], ARGV[2])
 local off = redis.call('HINCRBY', KEYS[1], 'l', 1)
 redis.call('HSET', KEYS[1], 't', ARGV[1])
 redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]))
--- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs).
-extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
 local epoch = redis.call('HGET', KEYS[1], 'e')
-if ARGV[8] ~= '' then
-  redis.call('PUBLISH', ARGV[8], ARGV[9] .. string.format('%.0f', tonumber(epoch) + off) .. ARGV[10])
-end
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[5], ARGV[11], epoch .. ':' .. off) end
+local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5])
+-- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs); the keys of
+-- its entries as long (a retry comes within the age bound, which is shorter).
+extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
+if redis.call('EXISTS', KEYS[5]) == 1 then redis.call('PEXPIRE', KEYS[5], redis.call('PTTL', KEYS[1])) end
+announce(epoch, off)
 local result = {1, epoch, off, overflow, expired}
 for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
 
-/** KEYS m ev p; ARGV now limit cutoff */
+/** KEYS m ev p k; ARGV now limit cutoff */
 const READ = `${LIB}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]))
+local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4])
 local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
 local result = {meta[1], meta[2], meta[3], expired + overflow, #out}
 for _, e in ipairs(out) do table.insert(result, e) end
@@ -162,8 +187,8 @@ export type Reply = (string | number)[];
 
 /** The scripts as commands of a connection (ioredis sends each once and then runs it by its digest). */
 export interface BrokerCommands {
-  twPublish(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
-  twRead(m: string, ev: string, p: string, ...args: (string | number)[]): Promise<Reply>;
+  twPublish(m: string, ev: string, p: string, nodes: string, k: string, ...args: (string | number)[]): Promise<Reply>;
+  twRead(m: string, ev: string, p: string, k: string, ...args: (string | number)[]): Promise<Reply>;
   twMarkSent(m: string, id: number): Promise<number>;
   twHold(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
   twDrop(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
@@ -173,8 +198,8 @@ export interface BrokerCommands {
 
 /** Adds the scripts to a command connection as `tw…` commands. */
 export function defineBrokerCommands(connection: Redis): void {
-  connection.defineCommand('twPublish', { numberOfKeys: 4, lua: PUBLISH });
-  connection.defineCommand('twRead', { numberOfKeys: 3, lua: READ });
+  connection.defineCommand('twPublish', { numberOfKeys: 5, lua: PUBLISH });
+  connection.defineCommand('twRead', { numberOfKeys: 4, lua: READ });
   connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
   connection.defineCommand('twHold', { numberOfKeys: 4, lua: HOLD });
   connection.defineCommand('twDrop', { numberOfKeys: 4, lua: DROP });

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+import { epochAt, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 import { encodeBusMessage } from '../bus/redis-bus.js';
 import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
 
@@ -78,28 +78,31 @@ export class RedisBroker implements Broker {
     this.nodes = `${this.prefix}nodes`;
   }
 
-  async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback): Promise<PublishOutcome> {
+  async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key = ''): Promise<PublishOutcome> {
+    if (key !== '' && !PUBLISH_KEY_PATTERN.test(key)) throw new Error(`publish key ${JSON.stringify(key)} is not ${PUBLISH_KEY_PATTERN}`);
     const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
-    const [m, ev, p] = this.keys(to);
+    const [m, ev, p, k] = this.keys(to);
     const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, event);
     const reply = await this.redis.twPublish(
-      m, ev, p, this.nodes,
-      now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}:${body}`,
-      this.announceChannel, head, tail,
+      m, ev, p, this.nodes, k,
+      now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}${key}:${body}`,
+      this.announceChannel, head, tail, key,
     );
-    if (Number(reply[0]) === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
+    const answer = Number(reply[0]);
+    if (answer === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
     const id = Number(reply[1]) + Number(reply[2]);
     return {
       announced: this.announceChannel !== '',
       frame: { type: event.type, data: event.data, id },
       unsent: fallbacksOf(reply.slice(5)),
       dropped: { overflow: Number(reply[3]), expired: Number(reply[4]) },
+      ...(answer === 2 ? { duplicate: true } : {}),
     };
   }
 
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
-    const [m, ev, p] = this.keys(to);
-    const reply = await this.redis.twRead(m, ev, p, now, this.bounds.limit, now - this.bounds.maxAgeMs);
+    const [m, ev, p, k] = this.keys(to);
+    const reply = await this.redis.twRead(m, ev, p, k, now, this.bounds.limit, now - this.bounds.maxAgeMs);
     if (reply.length === 0) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0 };
     const epoch = Number(reply[0]);
     const last = epoch + Number(reply[1]);
@@ -174,8 +177,8 @@ export class RedisBroker implements Broker {
     return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0)];
   }
 
-  private keys(to: TabAddress): [string, string, string] {
+  private keys(to: TabAddress): [string, string, string, string] {
     const base = `${this.prefix}t:{${to.session}:${to.tabId}}`;
-    return [`${base}:m`, `${base}:ev`, `${base}:p`];
+    return [`${base}:m`, `${base}:ev`, `${base}:p`, `${base}:k`];
   }
 }

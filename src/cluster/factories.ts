@@ -90,6 +90,7 @@ export function createLeases(o: { redis: RedisConnection | undefined; nodeId: st
 export const LEASES = {
   xmppComponent: 'xmpp-component',
   retentionPurge: 'retention-purge',
+  resultOutbox: 'result-outbox',
 } as const;
 
 /** The purge needs no quick fail-over: a missed run is done by the next holder's first interval. */
@@ -102,6 +103,18 @@ const PURGE_LEASE_TTL_MS = 30_000;
 export function createPurgeRunner(o: { leases: LeaseFactory; purge: { start(intervalMs: number): void; stop(): Promise<void> }; intervalMs: number; log: Logger }): LeaderRunner {
   const job: ClusterJob = { start: () => o.purge.start(o.intervalMs), stop: () => o.purge.stop() };
   return runOncePerCluster(o.leases(LEASES.retentionPurge, PURGE_LEASE_TTL_MS), job, o.log);
+}
+
+/**
+ * Short, so that when the holder dies with results owed (the case the outbox is for), another node
+ * publishes them within seconds: the hold ends at most this long after the last renewal.
+ */
+const RESULT_OUTBOX_LEASE_TTL_MS = 6_000;
+
+/** The result outbox's sweep on one node of the cluster (the lease holder); `start()` / `stop()` the runner. */
+export function createResultOutboxRunner(o: { leases: LeaseFactory; outbox: { start(intervalMs: number): void; stop(): Promise<void> }; intervalMs: number; log: Logger }): LeaderRunner {
+  const job: ClusterJob = { start: () => o.outbox.start(o.intervalMs), stop: () => o.outbox.stop() };
+  return runOncePerCluster(o.leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), job, o.log);
 }
 
 /**

@@ -11,6 +11,13 @@ export interface HealthRoutesOptions {
   xmpp: { readonly online: boolean; readonly state?: 'online' | 'connecting' | 'standby' } | undefined;
   /** The cluster's Redis connection, when there is one (readiness depends on it). */
   redis: { readonly ready: boolean } | undefined;
+  /** Timed probes (timed-probe.ts): Redis in a cluster, and the store; a server that does not answer in time is down. */
+  probes: { redis: Probe | undefined; store: Probe };
+}
+
+/** Whether a server answered its latest readiness probe in time. */
+interface Probe {
+  up(): Promise<boolean>;
 }
 
 const healthzSchema = {
@@ -28,10 +35,11 @@ const readyzSchema = {
         hub: Type.Object({ tabs: Type.Integer({ description: 'Tabs held by this node' }), connected: Type.Integer({ description: 'Of which connected now' }) }),
         xmpp: Type.Union(['off', 'online', 'offline', 'connecting', 'standby'].map((s) => Type.Literal(s))),
         redis: Type.Union([Type.Literal('off'), Type.Literal('up')]),
+        store: Type.Literal('up'),
       }),
       'Ready',
     ),
-    ...problems('shared_state_unavailable'),
+    ...problems('shared_state_unavailable', 'store_unavailable'),
   },
 };
 const metricsSchema = {
@@ -43,18 +51,24 @@ const metricsSchema = {
 /**
  * Liveness, readiness and Prometheus metrics for operators (docs/metrics.md "Health endpoints": what
  * each checks, what a load balancer and Kubernetes probes should use). `/readyz` answers 503 while a
- * node of a cluster cannot reach its Redis, so a load balancer sends new requests to nodes that can.
+ * node cannot reach its Redis or its database, or they do not answer a probe in time, so a load balancer
+ * sends new requests to nodes that can.
  */
 export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions): Promise<void> {
   app.get('/healthz', { schema: healthzSchema }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: readyzSchema }, async () => {
     if (o.redis && !o.redis.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach Redis', { retryAfter: 1 });
+    // Both asked at once: a stalled server costs one deadline, not two.
+    const [redisUp, storeUp] = await Promise.all([o.probes.redis?.up() ?? true, o.probes.store.up()]);
+    if (!redisUp) throw new TabwireError('shared_state_unavailable', 'Redis does not answer this node in time (a stalled server, or a network that drops packets)', { retryAfter: 1 });
+    if (!storeUp) throw new TabwireError('store_unavailable', 'The database does not answer this node in time', { retryAfter: 1 });
     return {
       status: 'ready',
       hub: o.hub.snapshot(),
       // 'off' without an XMPP server configured; in a cluster one node is 'online' and the others 'standby'.
       xmpp: o.xmpp === undefined ? 'off' : (o.xmpp.state ?? (o.xmpp.online ? 'online' : 'offline')),
       redis: o.redis === undefined ? 'off' : 'up',
+      store: 'up',
     };
   });
   app.get('/metrics', { schema: metricsSchema }, async (_request, reply) => reply.type(o.metrics.registry.contentType).send(await o.metrics.registry.metrics()));

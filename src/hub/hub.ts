@@ -9,7 +9,7 @@ import type { TabConnection } from './connection.js';
 import { hasOpen, inTabOrder, prune, type LocalTab } from './local-tab.js';
 import { addConnection, connectedUntil } from './tab-connections.js';
 import { TabWriter } from './tab-writer.js';
-import type { Delivery } from './delivery.js';
+import { newPublishKey, type Delivery } from './delivery.js';
 import type { AttachOutcome, HubOptions, HubSnapshot } from './hub-options.js';
 import { LocalTabs } from './local-tabs.js';
 
@@ -60,7 +60,7 @@ export class Hub implements Delivery {
       for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
     });
     this.retry = new PublishRetry({
-      publish: (to, event) => this.deliver(to, event, undefined, true),
+      publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),
       now: () => o.clock.now(),
       maxAgeMs: o.outboxMaxAgeMs,
       limit: MAX_HELD_EVENTS,
@@ -88,29 +88,41 @@ export class Hub implements Delivery {
    * Sends an event to a tab of a session wherever it is connected. Order kept per address; a client
    * that resumes after an id gets what followed it, within the stream's bounds. With a `fallback`,
    * an event that cannot be written to a live connection (none now, overflow, age, the broker
-   * unreachable) is handed to `onFallback` instead of being lost.
+   * unreachable) is handed to `onFallback` instead of being lost. The event's publish key (`key`, or
+   * one made here) goes with every retry, so a publish that timed out but ran is not run twice.
    */
-  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback): Promise<void>;
+  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, key: string = newPublishKey()): Promise<boolean> {
+    if (!fallback && this.retry.holds(to)) {
+      this.retry.add(to, event, key);
+      return false;
+    }
+    return this.publish(to, event, fallback, key, false);
+  }
+
   /** `retrying`: the retry queue offers a held event again; a refusal is thrown back to it. */
-  async deliver(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined, retrying: true): Promise<void>;
-  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, retrying = false): Promise<void> {
-    if (!fallback && !retrying && this.retry.holds(to)) return this.retry.add(to, event);
+  private async publish(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined, key: string, retrying: boolean): Promise<boolean> {
     let outcome;
     try {
-      outcome = await this.o.broker.publish(to, event, this.o.clock.now(), fallback);
+      outcome = await this.o.broker.publish(to, event, this.o.clock.now(), fallback, key);
     } catch (err) {
       if (retrying) throw err;
       this.o.log.warn({ err }, 'the broker did not take an event');
       // An XMPP message is stored instead; any other event is offered again, in order, within the age bound.
-      if (fallback) return this.fallBack([fallback]);
-      return this.retry.add(to, event);
+      if (fallback) this.fallBack([fallback]);
+      else this.retry.add(to, event, key);
+      return false;
     }
     this.fallBack(outcome.unsent);
     if (outcome.dropped.overflow > 0) this.o.counters?.dropped('overflow', outcome.dropped.overflow);
     if (outcome.dropped.expired > 0) this.o.counters?.dropped('expired', outcome.dropped.expired);
-    if (!outcome.frame) return this.fallBack([fallback!]);
-    this.o.counters?.delivered();
+    if (!outcome.frame) {
+      this.fallBack([fallback!]);
+      return false;
+    }
+    if (!outcome.duplicate) this.o.counters?.delivered();
+    // A duplicate is announced again too: the first announcement may be what was lost, and writers skip ids they wrote.
     if (!outcome.announced) await this.o.bus.publish({ kind: 'event', to, frame: outcome.frame });
+    return true;
   }
 
   /**

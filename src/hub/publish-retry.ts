@@ -4,15 +4,19 @@ import { addressKey, type TabAddress } from './address.js';
 interface Held {
   to: TabAddress;
   event: TabEvent;
+  /** The event's publish key: every try carries it, so a try that timed out but ran is not run again. */
+  key: string;
   /** When it was first refused: it is given up once older than the stream's age bound. */
   since: number;
 }
 
 /**
- * Events the broker could not take (Redis unreachable), held in order per tab and offered again until
+ * Events the broker could not take (Redis unreachable or stalled), held in order per tab and offered again until
  * they are taken or older than the stream's age bound (docs/redis.md "Outages"). A tab with events
  * held has its new events queued behind them, so order per tab is kept. Bounded: beyond `limit`
- * events held, the newest is refused at once.
+ * events held, the newest is refused at once. A refusal may be a timeout of a publish that Redis still
+ * runs later: each event keeps the publish key of its first try, and the broker answers a key it has
+ * already appended with that event instead of a copy under a new id (broker.ts `publish`).
  */
 export class PublishRetry {
   private readonly held = new Map<string, Held[]>();
@@ -21,7 +25,7 @@ export class PublishRetry {
 
   constructor(
     private readonly o: {
-      publish: (to: TabAddress, event: TabEvent) => Promise<void>;
+      publish: (to: TabAddress, event: TabEvent, key: string) => Promise<void>;
       now: () => number;
       maxAgeMs: number;
       limit: number;
@@ -36,12 +40,12 @@ export class PublishRetry {
   }
 
   /** Holds an event for another try. */
-  add(to: TabAddress, event: TabEvent): void {
+  add(to: TabAddress, event: TabEvent, key: string): void {
     if (this.size >= this.o.limit) return this.o.onGivenUp(1);
-    const key = addressKey(to);
-    const list = this.held.get(key) ?? [];
-    list.push({ to, event, since: this.o.now() });
-    this.held.set(key, list);
+    const tab = addressKey(to);
+    const list = this.held.get(tab) ?? [];
+    list.push({ to, event, key, since: this.o.now() });
+    this.held.set(tab, list);
     this.size++;
   }
 
@@ -66,7 +70,7 @@ export class PublishRetry {
           continue;
         }
         try {
-          await this.o.publish(next.to, next.event);
+          await this.o.publish(next.to, next.event, next.key);
         } catch {
           break;
         }

@@ -3,6 +3,7 @@ import { TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
 import type { TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
+import { resultPublishKey } from './delivery.js';
 import { FirstVisitTickets } from './first-visit.js';
 import type { Hub } from './hub.js';
 
@@ -227,7 +228,8 @@ export class TabRegistry {
   private async replayResults(address: TabAddress): Promise<void> {
     const since = this.o.clock.now() - this.o.resultReplayMs;
     for (const record of await this.o.codes.recentTabEvents(address.tabId, address.session, since)) {
-      await this.o.hub.deliver(address, record.event);
+      // Under the result's own key: an event still in the stream is not appended again.
+      await this.o.hub.deliver(address, record.event, undefined, resultPublishKey(record.code));
     }
   }
 }

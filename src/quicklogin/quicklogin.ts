@@ -2,7 +2,7 @@ import type { TabRegistry } from '../hub/registry.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
-import type { Delivery } from '../hub/delivery.js';
+import { resultPublishKey, type Delivery } from '../hub/delivery.js';
 import { maySign, type Identity } from '../identity/identity.js';
 import { verifyEd25519 } from '../identity/keys.js';
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
@@ -168,7 +168,7 @@ export class QuickLogin {
     // identity look-up waits for the code's check, so a bad code is still reported first.
     const identityRead = this.o.store.identities.get(signature.legalId);
     identityRead.catch(() => undefined);
-    const record = await this.usableCode(code);
+    const record = await this.signableCode(code);
     // A scan-limited code is signed only by the app its first fetch bound it to (docs/relay.md). The
     // binding never changes once set, so checking the record read here is as good as checking at settle.
     if (record.scanSeconds !== null && !bindingMatches(presentedBinding, record.bindingHash)) {
@@ -196,7 +196,8 @@ export class QuickLogin {
     const result = state === 'approved' ? await this.resultFor(record, identity, signature.signature) : undefined;
     // Backend mode: an approval reaches the tab as SignatureReceivedBE once the backend took it (outbox);
     // a rejection is told to the tab at once in both modes, so the page need not wait for the code to expire.
-    const tabEvent = record.tabId === '' || (record.serviceId !== '' && result) ? undefined : this.tabEventFor(record, identity.id, result);
+    const tabEvent =
+      record.tabId === '' || record.sessionHash === null || (record.serviceId !== '' && result) ? undefined : this.tabEventFor(record, identity.id, result);
     const settle = (toStore?: CallbackToStore) =>
       this.o.store.codes.settle(code, { state, legalId: identity.id, now, ...(toStore ? { callback: toStore } : {}), ...(tabEvent ? { tabEvent } : {}) });
     // Backend mode: the callback is stored in the transaction that settles the code, so it exists only for
@@ -209,14 +210,26 @@ export class QuickLogin {
       throw new TabwireError('code_already_used');
     }
     this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callback !== undefined }, 'login code settled');
-    if (record.tabId === '' || record.sessionHash === null) return { state };
     // Only the session that asked for the code hears of it, even if another session holds the tab id now.
     // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
-    if (tabEvent) {
-      await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent);
-      delivered?.(state);
-    }
+    if (tabEvent && (await this.announce(record, tabEvent))) delivered?.(state);
     return { state };
+  }
+
+  /**
+   * Publishes a settled code's tab event under the code's publish key and marks the settlement row
+   * announced. From the settlement's commit to that mark the row is the event's outbox: a node that dies
+   * in between leaves it owed, and the result outbox (result-outbox.ts) of a live node publishes it under
+   * the same key, so the tab gets it once with one id (docs/events.md "Results reach the page once").
+   * Resolves whether the event is in the tab's stream now.
+   */
+  private async announce(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
+    if (record.tabId === '' || record.sessionHash === null) return false;
+    const taken = await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent, undefined, resultPublishKey(record.code));
+    if (!taken) return false;
+    // A lost mark costs one more publish under the same key, which the stream answers without a copy.
+    await this.o.store.codes.markAnnounced(record.code, this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'marking a result announced failed'));
+    return true;
   }
 
   /** What a code's tab is told when it is settled: the result (browser-only mode), or the rejection (both modes). */
@@ -259,6 +272,24 @@ export class QuickLogin {
       throw new TabwireError('not_found', 'No such attachment for this session, or the result is no longer fresh');
     }
     return attachment;
+  }
+
+  /**
+   * A code a signature may be for: pending and unexpired. Refuses unknown (404), used (409) and expired
+   * (410) codes. A used code's tab event that is still owed (its node died between the settlement's commit
+   * and the publish, and the signing app repeats the POST whose answer it never got) is published now,
+   * under its key, instead of at the result outbox's next sweep: the 409 then means "signed, and the page
+   * is told" (docs/signing.md "Refusals").
+   */
+  private async signableCode(code: string): Promise<LoginCode> {
+    const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
+    if (!record) throw new TabwireError('code_not_found');
+    if (record.state !== 'pending') {
+      if (record.tabEvent && record.announced === false) await this.announce(record, record.tabEvent);
+      throw new TabwireError('code_already_used');
+    }
+    if (record.expiresAt <= this.o.clock.now()) throw new TabwireError('code_expired');
+    return record;
   }
 
   private async usableCode(code: string): Promise<LoginCode> {

@@ -35,6 +35,10 @@ export interface LoginCode {
   fetchedAt: number | null;
   /** SHA-256 (hex) of the binding token the first fetch was given; null while unbound. */
   bindingHash: string | null;
+  /** As read (`get`) of a settled code: the event the settlement sent the code's tab, if any. Never written by `insert`. */
+  tabEvent?: TabEventRecord['event'];
+  /** As read (`get`) of a settled code: false while its tab event is owed to its tab's stream (the result outbox). */
+  announced?: boolean;
 }
 
 /** How a code is settled. */
@@ -46,6 +50,12 @@ export interface Settlement {
   callback?: CallbackToStore;
   /** The event the code's tab is sent, kept so a tab reconnecting after a restart still gets it. */
   tabEvent?: TabEventRecord['event'];
+}
+
+/** A settled code's tab event no node has published yet (the result outbox; docs/events.md "Results reach the page once"). */
+export interface UnannouncedResult extends TabEventRecord {
+  tabId: string;
+  sessionHash: string;
 }
 
 /** An event a settled code sent its tab. */
@@ -75,6 +85,14 @@ export interface CodeStore {
    * what a tab that reconnects after a restart may have missed.
    */
   recentTabEvents(tabId: string, sessionHash: string, since: number): Promise<TabEventRecord[]>;
+  /**
+   * The result outbox: codes settled between `since` and `before` (signature time) whose tab event is not
+   * marked announced, oldest first, at most `limit`. A settlement with a tab event starts unannounced; one
+   * without is never listed.
+   */
+  unannounced(since: number, before: number, limit: number): Promise<UnannouncedResult[]>;
+  /** The code's tab event is in its tab's stream: the outbox lets it be. */
+  markAnnounced(code: string, now: number): Promise<void>;
   /** Removes codes that expired before `before`; returns how many. */
   deleteExpired(before: number): Promise<number>;
 }

@@ -1,4 +1,4 @@
-import type { Kysely, Migration, MigrationProvider } from 'kysely';
+import { sql, type Kysely, type Migration, type MigrationProvider } from 'kysely';
 import { encodedPointProblem } from '../protocol/ed25519-strict.js';
 
 // Portable DDL only (SQLite and PostgreSQL): Kysely's schema builder, no dialect-specific SQL.
@@ -226,6 +226,22 @@ const migrations: Record<string, Migration> = {
         if (rows.length < MIGRATION_PAGE) break;
         after = rows[rows.length - 1]!.id;
       }
+    },
+  },
+  '0012_result_outbox': {
+    async up(db: Kysely<any>) {
+      // The settlement row is the outbox of its tab event (docs/events.md "Results reach the page once"):
+      // null while the event is owed to the tab's stream. Codes settled before this version were published (or replayed) by it.
+      await db.schema.alterTable('codes').addColumn('announced_at', 'bigint').execute();
+      await db.updateTable('codes').set((eb) => ({ announced_at: eb.ref('signed_at') })).where('signed_at', 'is not', null).execute();
+      // Only what is owed is indexed: pending codes (signed_at null) and announced ones cost no entry.
+      await db.schema
+        .createIndex('codes_unannounced')
+        .on('codes')
+        .column('signed_at')
+        .where('signed_at', 'is not', null)
+        .where(sql.ref('announced_at'), 'is', null)
+        .execute();
     },
   },
 };

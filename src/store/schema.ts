@@ -37,6 +37,11 @@ export interface CodesTable {
   fetched_at: number | string | null;
   /** SHA-256 (hex) of the binding token the first fetch was given. */
   binding_hash: string | null;
+  /**
+   * When the settlement's tab event was published to the tab's stream; null while it is owed (the result
+   * outbox) and on pending codes. A settlement without a tab event sets it at once.
+   */
+  announced_at: number | string | null;
 }
 
 export interface IdentitiesTable {

@@ -3,7 +3,7 @@ import type { CodeStore } from './code-store.js';
 import type { CallbackStore } from './callback-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
-export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from './code-store.js';
+export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnannouncedResult } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 
 /** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
@@ -182,5 +182,7 @@ export interface Store {
   services: ServiceRegistrationStore;
   callbacks: CallbackStore;
   messages: MessageStore;
+  /** One trivial round trip to the database (readiness: a stalled server does not answer it). */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

@@ -14,6 +14,13 @@ import { QuickLogin } from '../quicklogin/quicklogin.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { Store } from '../store/stores.js';
 import type { Lifecycle } from './area.js';
+import { createResultOutboxRunner } from '../cluster/factories.js';
+import type { LeaseFactory } from '../lease/lease.js';
+import { ResultOutbox } from '../quicklogin/result-outbox.js';
+
+/** How often the result outbox looks for owed results, and how long a settling node has to publish its own. */
+const RESULT_SWEEP_MS = 1_000;
+const RESULT_GRACE_MS = 2_000;
 
 export interface QuickLoginArea extends Lifecycle {
   quickLogin: QuickLogin;
@@ -32,6 +39,8 @@ export function createQuickLoginArea(o: {
   clock: Clock;
   metrics: Metrics;
   log: Logger;
+  /** Leases of the cluster (the result outbox runs on one node at a time). */
+  leases: LeaseFactory;
   /** DNS for callback hosts; tests give one that answers without the network. */
   resolve?: Resolver;
 }): QuickLoginArea {
@@ -81,13 +90,28 @@ export function createQuickLoginArea(o: {
       return (outcome) => void stop({ outcome });
     },
   });
+  // Results owed to tabs by settlements whose node died before publishing them (docs/events.md
+  // "Results reach the page once").
+  const outbox = new ResultOutbox({
+    codes: store.codes,
+    delivery: hub,
+    clock,
+    log: log.child({ module: 'quicklogin:outbox' }),
+    windowMs: config.outboxMaxAgeSeconds * 1000,
+    graceMs: RESULT_GRACE_MS,
+  });
+  const outboxRunner = createResultOutboxRunner({ leases: o.leases, outbox, intervalMs: RESULT_SWEEP_MS, log });
   return {
     quickLogin,
     registrations,
     deliverer,
-    // Resumes pending callbacks left by a previous run or another node (durable, leased outbox).
-    start: () => deliverer.start(),
+    start: () => {
+      // Resumes pending callbacks left by a previous run or another node (durable, leased outbox).
+      deliverer.start();
+      outboxRunner.start();
+    },
     stop: async () => {
+      await outboxRunner.stop();
       await deliverer.stop();
       await quickLogin.close();
     },

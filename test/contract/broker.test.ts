@@ -83,6 +83,41 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect(read.frames).toHaveLength(2);
   });
 
+  it('a publish repeated with its key appends nothing and answers the first one’s id (a retry after a timeout, a result republished)', async () => {
+    const first = await broker.publish(A, ev(1), T0, undefined, 'key-1');
+    const again = await broker.publish(A, ev(1), T0 + 5, undefined, 'key-1');
+    expect(again.frame?.id).toBe(first.frame!.id);
+    expect(again.duplicate).toBe(true);
+    expect(first.duplicate).toBeFalsy();
+    // Another key, or none, is another event; the same key on another address is another stream's.
+    expect((await broker.publish(A, ev(2), T0 + 6, undefined, 'key-2')).frame?.id).toBe(first.frame!.id + 1);
+    expect((await broker.publish(A, ev(3), T0 + 7)).frame?.id).toBe(first.frame!.id + 2);
+    expect((await broker.publish(B, ev(1), T0 + 8, undefined, 'key-1')).duplicate).toBeFalsy();
+    const read = await broker.read(A, T0 * 1000, T0 + 9);
+    expect(read.frames.map((f) => (f.data as { n: number }).n)).toEqual([1, 2, 3]);
+    // An XMPP event's key is kept too: its retry is answered even when nobody is connected any more.
+    await broker.hold(A, 'node-a', T0 + 10_000, T0);
+    const held = await broker.publish(A, ev(4), T0 + 10, fb(4), 'key-4');
+    expect((await broker.publish(A, ev(4), T0 + 10_001, fb(4), 'key-4')).frame?.id).toBe(held.frame!.id);
+  });
+
+  it('a key whose event left the stream (bounds) is free again, and a new epoch forgets every key', async () => {
+    await broker.publish(A, ev(1), T0, undefined, 'old');
+    for (let n = 2; n <= 4; n++) await broker.publish(A, ev(n), T0);
+    const after = await broker.publish(A, ev(1), T0, undefined, 'old');
+    expect(after.duplicate).toBeFalsy();
+    expect(after.frame?.id).toBe(T0 * 1000 + 5);
+    await backend.lose();
+    broker = backend.make();
+    const fresh = await broker.publish(A, ev(1), T0 + 100, undefined, 'old');
+    expect(fresh.duplicate).toBeFalsy();
+    expect(fresh.frame?.id).toBe((T0 + 100) * 1000 + 1);
+  });
+
+  it('refuses a key that could break an entry apart', async () => {
+    await expect(broker.publish(A, ev(1), T0, undefined, 'a:b')).rejects.toThrow(/publish key/);
+  });
+
   it('streams are per address: another session holding the same tab id sees nothing', async () => {
     await broker.publish(A, ev(1), T0);
     const read = await broker.read(B, undefined, T0);

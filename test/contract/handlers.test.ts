@@ -202,7 +202,7 @@ function routerOn(handlers: HandlerRegistry, isLive: (address: TabAddress) => bo
     componentDomain: 'agents.xmpp.test',
     accounts: { byUserName: async (name: string) => (name === 'agent' ? account : undefined) } as unknown as AccountStore,
     handlers,
-    delivery: { deliver: async (to, event) => void delivered.push({ to, type: event.type }) },
+    delivery: { deliver: async (to, event) => (delivered.push({ to, type: event.type }), true) },
     isConnected: isLive,
     messages: { append: async (m: { content: string }) => (stored.push(m.content), true) } as unknown as MessageStore,
     clock: systemClock,

@@ -79,6 +79,8 @@ export interface ClusterOptions {
   env?: Record<string, string>;
   /** Settings of one node on top of `env` (by index from 0), e.g. a smaller outboxLimit. */
   nodeEnv?: (index: number) => Record<string, string>;
+  /** Node.js options of one node before `dist/main.js`, e.g. `--import` of a fixture that holds it at an instant. */
+  nodeArgs?: (index: number) => string[];
   store?: ClusterStore;
   /**
    * Put a round-robin balancer in front and make its URL every node's publicBaseUrl, as a deployment
@@ -132,6 +134,7 @@ export class Cluster {
     private readonly env: Record<string, string>,
     private readonly nodeEnv: (index: number) => Record<string, string>,
     readonly balancer: Balancer | undefined,
+    private readonly nodeArgs: (index: number) => string[] = () => [],
   ) {}
 
   /** Starts Redis, the balancer if asked for, and the nodes (in parallel); resolves once every node is ready. */
@@ -158,7 +161,7 @@ export class Cluster {
       nodes.push({ index, port, baseUrl: `http://127.0.0.1:${port}`, wsUrl: `ws://127.0.0.1:${port}/ClientEventsWS`, logFile: join(dir, `node-${index + 1}.log`), child: undefined });
     }
     balancer?.setTargets(nodes.map((n) => `127.0.0.1:${n.port}`));
-    const cluster = new Cluster(dir, redis, store, nodes, env, o.nodeEnv ?? (() => ({})), balancer);
+    const cluster = new Cluster(dir, redis, store, nodes, env, o.nodeEnv ?? (() => ({})), balancer, o.nodeArgs);
     try {
       // The first node migrates the store alone; the others start together once it is ready.
       if (nodes.length > 0) await cluster.launch(0);
@@ -264,7 +267,7 @@ export class Cluster {
     const node = this.node(index);
     const log = openSync(node.logFile, 'a');
     try {
-      node.child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, 'dist/main.js'], {
+      node.child = spawn(process.execPath, [...SERVICE_NODE_FLAGS, ...this.nodeArgs(index), 'dist/main.js'], {
         env: { PATH: process.env.PATH, ...this.env, TABWIRE_PORT: String(node.port), ...this.nodeEnv(index) },
         stdio: ['ignore', log, log],
       });

@@ -19,6 +19,10 @@ export interface RedisServer {
   /** SIGTERM, wait for exit (SIGKILL after 5 s); `start()` brings it back on the same port. */
   stopServer(): Promise<void>;
   start(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections open and answers nothing (a stall), until `resume`. */
+  pause(): void;
+  /** SIGCONT after `pause`: the server runs what it was sent meanwhile. */
+  resume(): void;
   /** Stops the server and removes its directory. */
   stop(): Promise<void>;
 }
@@ -36,8 +40,16 @@ export async function startRedis(): Promise<RedisServer> {
       await server.start();
     },
     async stopServer() {
+      // A paused server would not act on SIGTERM.
+      child?.kill('SIGCONT');
       if (child) await terminate(child);
       child = undefined;
+    },
+    pause() {
+      child?.kill('SIGSTOP');
+    },
+    resume() {
+      child?.kill('SIGCONT');
     },
     async start() {
       if (!child) child = await launch(port, dir);

@@ -106,7 +106,7 @@ async function setUp(limits: { concurrency: number; queueLimit: number }, timeou
   store = await openSqliteStore(join(dir, `outbox-${files++}.sqlite`));
   deliverer = new CallbackDeliverer({
     callbacks: store.callbacks,
-    delivery: { deliver: async () => undefined },
+    delivery: { deliver: async () => true },
     clock,
     log: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as { msg: string }) }),
     metrics: createMetrics(),

@@ -1,6 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
-import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord } from '../stores.js';
+import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnannouncedResult } from '../stores.js';
 import { callbackInsertSql, toCallbackRow } from './callback-store.js';
 import type { SqlFlavour } from './flavour.js';
 import { commitQueue, GroupCommit, outboxCommitQueue, withParameters } from './group-commit.js';
@@ -31,6 +31,9 @@ const toCode = (row: Selectable<CodesTable>): LoginCode => ({
   scanSeconds: row.scan_seconds === null ? null : Number(row.scan_seconds),
   fetchedAt: row.fetched_at === null ? null : Number(row.fetched_at),
   bindingHash: row.binding_hash,
+  // Only a settled code has these (a pending one reads as it was inserted).
+  ...(row.tab_event === null ? {} : { tabEvent: JSON.parse(row.tab_event) as TabEventRecord['event'] }),
+  ...(row.signed_at === null ? {} : { announced: row.announced_at !== null }),
 });
 
 const toRow = (c: LoginCode): Insertable<CodesTable> => ({
@@ -53,6 +56,7 @@ const toRow = (c: LoginCode): Insertable<CodesTable> => ({
   scan_seconds: c.scanSeconds,
   fetched_at: c.fetchedAt,
   binding_hash: c.bindingHash,
+  announced_at: null,
 });
 
 /** Expired codes deleted per statement by the purge (a few ms of SQLite each). */
@@ -90,10 +94,12 @@ export class SqlCodeStore implements CodeStore {
     // One conditional UPDATE: the database decides which of concurrent signatures wins. On PostgreSQL the
     // second of two concurrent updates waits for the first's row lock, then re-checks `state = 'pending'`
     // on the committed row (READ COMMITTED) and changes nothing: exactly one wins on any number of nodes.
+    // A tab event is owed from this commit on (announced_at null: the result outbox), whatever happens next.
+    const announcedAt = o.tabEvent === undefined ? o.now : null;
     const settle = (db: Kysely<Database>) =>
       db
         .updateTable('codes')
-        .set({ state: o.state, legal_id: o.legalId, signed_at: o.now, tab_event: o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent) })
+        .set({ state: o.state, legal_id: o.legalId, signed_at: o.now, tab_event: o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent), announced_at: announcedAt })
         .where('code', '=', code)
         .where('state', '=', 'pending')
         .where('expires_at', '>', o.now)
@@ -107,8 +113,8 @@ export class SqlCodeStore implements CodeStore {
     const sql = this.settleSql();
     const tabEvent = o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent);
     const [settled] = await outboxCommitQueue(this.db, this.flavour).write([
-      // Parameters in the compiled statement's order: set state, legal_id, signed_at, tab_event; where code, state, expires_at.
-      { sql: sql.settle, params: [o.state, o.legalId, o.now, tabEvent, code, 'pending', o.now] },
+      // Parameters in the compiled statement's order: set state, legal_id, signed_at, tab_event, announced_at; where code, state, expires_at.
+      { sql: sql.settle, params: [o.state, o.legalId, o.now, tabEvent, announcedAt, code, 'pending', o.now] },
       // Runs only when the code was settled (see Write).
       { sql: sql.insertCallback, params: Object.values(toCallbackRow(callback.callback, callback.leaseUntil ?? null)) },
     ]);
@@ -135,7 +141,7 @@ export class SqlCodeStore implements CodeStore {
     this.compiledSettle ??= {
       settle: this.db
         .updateTable('codes')
-        .set({ state: 'approved', legal_id: '', signed_at: 0, tab_event: null })
+        .set({ state: 'approved', legal_id: '', signed_at: 0, tab_event: null, announced_at: 0 })
         .where('code', '=', '')
         .where('state', '=', 'pending')
         .where('expires_at', '>', 0)
@@ -149,6 +155,30 @@ export class SqlCodeStore implements CodeStore {
     // Parameters in the compiled statement's order: where tab_id, session_hash, signed_at; limit.
     const { rows } = await this.db.executeQuery(withParameters(this.recentSql(), [tabId, sessionHash, since, RECENT_EVENTS_LIMIT]));
     return rows.map((r) => ({ code: r.code, signedAt: Number(r.signed_at), event: JSON.parse(r.tab_event!) as TabEventRecord['event'] }));
+  }
+
+  async unannounced(since: number, before: number, limit: number): Promise<UnannouncedResult[]> {
+    // The partial index codes_unannounced holds exactly the owed rows, so this reads only those.
+    const rows = await this.db
+      .selectFrom('codes')
+      .select(['code', 'tab_id', 'session_hash', 'signed_at', 'tab_event'])
+      .where('signed_at', 'is not', null)
+      .where('announced_at', 'is', null)
+      .where('session_hash', 'is not', null)
+      .where('signed_at', '>=', since)
+      .where('signed_at', '<', before)
+      .orderBy('signed_at')
+      .limit(limit)
+      .execute();
+    return rows.flatMap((r) =>
+      r.tab_event === null || r.session_hash === null
+        ? []
+        : [{ code: r.code, tabId: r.tab_id, sessionHash: r.session_hash, signedAt: Number(r.signed_at), event: JSON.parse(r.tab_event) as TabEventRecord['event'] }],
+    );
+  }
+
+  async markAnnounced(code: string, now: number): Promise<void> {
+    await this.db.updateTable('codes').set({ announced_at: now }).where('code', '=', code).where('announced_at', 'is', null).execute();
   }
 
   /**

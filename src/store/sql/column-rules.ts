@@ -32,7 +32,7 @@ export const COLUMN_RULES: { readonly [T in keyof Database]: { readonly [C in ke
   codes: {
     code: v(64), tab_id: v(64), session_hash: v(64), origin: TEXT, purpose: TEXT, property_filter: TEXT, attachment_filter: TEXT,
     service_id: v(128), agent_api_timeout: INT, nonce: v(64), created_at: BIG, expires_at: BIG, state: v(16), legal_id: v(255),
-    signed_at: BIG, tab_event: TEXT, scan_seconds: INT, fetched_at: BIG, binding_hash: v(64),
+    signed_at: BIG, tab_event: TEXT, scan_seconds: INT, fetched_at: BIG, binding_hash: v(64), announced_at: BIG,
   },
   identities: {
     id: v(255), provider: v(255), state: v(16), created_at: BIG, updated_at: BIG, valid_from: BIG, valid_to: BIG, properties: TEXT,

@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 import type { Database } from '../schema.js';
 import type { Store } from '../stores.js';
 import { SqlAccountStore } from './account-store.js';
@@ -26,6 +26,9 @@ export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close:
     services: new SqlServiceRegistrationStore(db),
     callbacks: new SqlCallbackStore(db, flavour),
     messages: new SqlMessageStore(db, flavour),
+    ping: async () => {
+      await db.selectNoFrom(sql<number>`1`.as('one')).execute();
+    },
     close,
   };
 }

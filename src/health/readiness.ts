@@ -1,0 +1,24 @@
+import type { RedisConnection } from '../redis/connection.js';
+import type { Store } from '../store/stores.js';
+import { TimedProbe } from './timed-probe.js';
+
+/**
+ * A server that has not answered within this is not ready (docs/metrics.md "Health endpoints"). Far above
+ * a round trip on a healthy network and below the 2 s after which a Redis command is given up
+ * (redis/connection.ts), so /readyz turns not ready before requests start failing.
+ */
+const PROBE_DEADLINE_MS = 1_000;
+/** A probe's answer is kept this long: a load balancer asking every second costs one round trip a second. */
+const PROBE_CACHE_MS = 1_000;
+
+const monotonic = (): number => performance.now();
+
+/** The readiness probes of a node: its Redis in a cluster (PING), and its store (SELECT 1). */
+export function readinessProbes(o: { redis: RedisConnection | undefined; store: Store }): { redis: TimedProbe | undefined; store: TimedProbe } {
+  const { redis } = o;
+  const probe = (check: () => Promise<unknown>) => new TimedProbe({ check, deadlineMs: PROBE_DEADLINE_MS, cacheMs: PROBE_CACHE_MS, now: monotonic });
+  return {
+    redis: redis === undefined ? undefined : probe(() => redis.client.ping()),
+    store: probe(() => o.store.ping()),
+  };
+}

@@ -1,0 +1,72 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import { resultPublishKey, type Delivery } from '../hub/delivery.js';
+import type { CodeStore } from '../store/stores.js';
+
+/** Owed results published per sweep at most; the rest wait for the next sweep (a bounded burst after an outage). */
+const SWEEP_LIMIT = 200;
+
+export interface ResultOutboxOptions {
+  codes: Pick<CodeStore, 'unannounced' | 'markAnnounced'>;
+  delivery: Delivery;
+  clock: Clock;
+  log: Logger;
+  /**
+   * Results settled longer ago than this are not published any more: the tab's stream would not keep them
+   * either (config `outboxMaxAgeSeconds`), and a tab that registers again is sent them by the replay.
+   */
+  windowMs: number;
+  /**
+   * A result is left this long to the node that settled it, which publishes it within milliseconds; only
+   * one still owed after that (its node died, or the broker refused it) is published here.
+   */
+  graceMs: number;
+}
+
+/**
+ * The result outbox (docs/events.md "Results reach the page once"): the settlement row of a code stores
+ * the event its tab is sent, unannounced until it is in the tab's stream. A sweep publishes every result owed for longer than
+ * `graceMs`, under the code's publish key, so a copy the dying node did publish, or another sweep's, is
+ * not appended twice. It runs on one node of a cluster at a time (a lease); on two at once during a
+ * hand-over it is still harmless.
+ */
+export class ResultOutbox {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<number> | undefined;
+
+  constructor(private readonly o: ResultOutboxOptions) {}
+
+  /** Publishes the owed results; resolves with how many are in their tabs' streams now. Runs never overlap. */
+  sweep(): Promise<number> {
+    this.running ??= this.pass().finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  start(intervalMs: number): void {
+    this.timer = setInterval(() => {
+      this.sweep().catch((err: unknown) => this.o.log.warn({ err }, 'the result outbox sweep failed; tried again at the next'));
+    }, intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and waits for a sweep in progress. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    await this.running?.catch(() => undefined);
+  }
+
+  private async pass(): Promise<number> {
+    const now = this.o.clock.now();
+    const owed = await this.o.codes.unannounced(now - this.o.windowMs, now - this.o.graceMs, SWEEP_LIMIT);
+    let published = 0;
+    for (const result of owed) {
+      const to = { tabId: result.tabId, session: result.sessionHash };
+      // Not taken (the broker unreachable): the hub holds it for another try, and the row stays owed.
+      if (!(await this.o.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code)))) continue;
+      await this.o.codes.markAnnounced(result.code, this.o.clock.now());
+      published++;
+    }
+    if (published > 0) this.o.log.info({ published }, 'owed results published from their settlement rows');
+    return published;
+  }
+}

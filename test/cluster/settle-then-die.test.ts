@@ -1,0 +1,97 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import { readKeyFile } from '../../src/identity/key-file.js';
+import { Cluster } from '../helpers/cluster.js';
+import { on, purposeOf, settleCode, type Signer } from '../helpers/cluster-flows.js';
+import { TestTab } from '../helpers/tab.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * A node dies at the worst instant of a signature: the settlement has committed, nothing is published
+ * (docs/events.md "Results"). Node 1 runs with a fixture that holds its signature path exactly there
+ * (test/fixtures/hold-after-settle.mjs); the test SIGKILLs it once it is held. The page is on node 2.
+ * What must hold: the page gets the result exactly once (the result outbox of a live node publishes it
+ * from the settlement row, under the code's key), and the signing app's retry of its POST on another node
+ * is answered 409 code_already_used while the result still reaches the page, once.
+ */
+let cluster: Cluster;
+let dir: string;
+let signer: Signer;
+const mark = () => join(dir, 'held');
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tabwire-settle-die-'));
+  cluster = await Cluster.start({
+    nodes: 3,
+    nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-after-settle.mjs')] : []),
+    nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_AFTER_SETTLE_MARK: mark() } : {}),
+  });
+  const keyFile = join(dir, 'ada.key');
+  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
+  signer = readKeyFile(keyFile);
+}, 120_000);
+afterAll(async () => {
+  await cluster?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const results = (tab: TestTab) => tab.events.filter((e) => e.type === 'SignatureReceived' || e.type === 'SignatureRejected');
+
+/** A QR request of the page on node 2; the signing app's POST goes to node 1, which is held after its commit and SIGKILLed. */
+async function signOnDoomedNode(tab: TestTab, purpose: string): Promise<{ signUrl: string; info: Awaited<ReturnType<typeof fetchSignInfo>> }> {
+  rmSync(mark(), { force: true });
+  const qr = await fetch(`${cluster.url(1)}/QuickLogin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie: tab.cookie },
+    body: JSON.stringify({ mode: 'text', purpose, serviceId: '', tab: tab.tabId }),
+  });
+  expect(qr.status).toBe(200);
+  const { signUrl } = (await qr.json()) as { signUrl: string };
+  const info = await fetchSignInfo(on(cluster.url(0), signUrl));
+  // Never answered: the node is held after the commit, then killed.
+  const post = postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');
+  post.catch(() => undefined);
+  await until(() => existsSync(mark()), 'node 1 held between the settlement commit and the publish', 60_000);
+  await cluster.kill(0);
+  return { signUrl, info };
+}
+
+/** A login through the live nodes after everything else: a copy of an earlier result would have come before it. */
+async function marker(tab: TestTab, purpose: string): Promise<void> {
+  await settleCode({ qrBase: cluster.url(2), signBase: cluster.url(1), page: tab, purpose, decision: 'reject', signer });
+  await until(() => tab.events.some((e) => purposeOf(e) === purpose), `the marker ${purpose}`);
+}
+
+describe('a node SIGKILLed between the settlement commit and the publish', () => {
+  it('the page on another node gets the result exactly once, from the settlement row', async () => {
+    const tab = await TestTab.open(cluster.wsUrl(1));
+    await tab.next('CheckServerInstance');
+    await signOnDoomedNode(tab, 'orphaned');
+    await until(() => results(tab).some((e) => purposeOf(e) === 'orphaned'), 'the orphaned result at the page', 60_000);
+    await marker(tab, 'marker 1');
+    expect(results(tab).map(purposeOf)).toEqual(['orphaned', 'marker 1']);
+    expect(results(tab)[0]).toMatchObject({ type: 'SignatureReceived', data: { Purpose: 'orphaned', Properties: { FIRST: 'Ada' } } });
+    tab.close();
+  }, 120_000);
+
+  it('the signing app’s retry on another node is answered 409 code_already_used, and the page gets the result once', async () => {
+    await cluster.restart(0);
+    const tab = await TestTab.open(cluster.wsUrl(2));
+    await tab.next('CheckServerInstance');
+    const { signUrl, info } = await signOnDoomedNode(tab, 'retried');
+    const retry = await postDecision(on(cluster.url(2), signUrl), info, signer.legalId, signer.key, 'approve').then(
+      () => 'answered 200',
+      (err: { status?: number; code?: string }) => `${err.status} ${err.code}`,
+    );
+    expect(retry).toBe('409 code_already_used');
+    await until(() => results(tab).some((e) => purposeOf(e) === 'retried'), 'the result at the page', 60_000);
+    await marker(tab, 'marker 2');
+    expect(results(tab).map(purposeOf)).toEqual(['retried', 'marker 2']);
+    const ids = results(tab).map((e) => e.id);
+    expect(ids[1]!).toBeGreaterThan(ids[0]!);
+    tab.close();
+  }, 120_000);
+});
