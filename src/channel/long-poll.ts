@@ -74,6 +74,8 @@ export interface LongPollChannelOptions {
   hub: Hub;
   log: Logger;
   holdMs: number;
+  /** True once the service is shutting down: a poll still waiting through an outage gives up at once. */
+  stopping: () => boolean;
 }
 
 /** One `POST /ClientEvents` as the transport sees it, once HTTP has checked its headers and session. */
@@ -118,7 +120,7 @@ export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<P
     // through, rather than answering an error at once: the reference script alert()s on any non-200
     // answer (docs/events.md "Outages").
     const register = () => o.registry.register(poll.tabId, poll.session, connection, poll.location, poll.lastEventId);
-    retryThroughOutage(register, { deadline: holdEnds, wanted: () => connection.open }).then(
+    retryThroughOutage(register, { deadline: holdEnds, wanted: () => connection.open && !o.stopping() }).then(
       (outcome) => {
         if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
         registered = true;
@@ -129,6 +131,8 @@ export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<P
         else if (poll.newSession) connection.send([]);
       },
       (err: unknown) => {
+        // Shutdown: answered as every held poll is then (events-routes.ts), not with the outage.
+        if (isOutage(err) && o.stopping()) return connection.close(0, 'shutdown');
         if (isOutage(err)) return connection.unavailable(err);
         o.log.error({ err }, 'long-poll registration failed');
         connection.close(0, 'internal_error');

@@ -95,6 +95,11 @@ const longPollDocumented = documentAs({
 /** The client event channel over plain HTTP: long-poll `/ClientEvents`, and a 426 for a GET of the WebSocket URL. */
 export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions): Promise<void> {
   const { registry, hub } = o;
+  // A poll waiting through a store outage is not in the hub yet, so the hub's close does not answer it.
+  let stopping = false;
+  app.addHook('preClose', async () => {
+    stopping = true;
+  });
   app.get('/ClientEventsWS', { schema: websocketSchema }, async () => {
     throw new TabwireError('websocket_required');
   });
@@ -118,7 +123,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     }
     // Through an outage this look-up waits like the registration below (channel/outage-wait.ts).
     const writable = () => !reply.raw.destroyed && !request.raw.socket.destroyed;
-    const known = () => retryThroughOutage(() => o.tabs.sessionOf(tabId), { deadline: performance.now() + o.longPollHoldMs, wanted: writable });
+    const known = () => retryThroughOutage(() => o.tabs.sessionOf(tabId), { deadline: performance.now() + o.longPollHoldMs, wanted: () => writable() && !stopping });
     if (lastEventId !== undefined && (await known()) === undefined) {
       throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not known (any more); poll without X-Last-Event-ID to register it again`);
     }
@@ -127,7 +132,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     reply.header('cache-control', 'no-store');
 
     const answer = await holdPoll(
-      { registry, hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs },
+      { registry, hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs, stopping: () => stopping },
       {
         tabId,
         session: sessionHash,
