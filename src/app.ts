@@ -162,7 +162,6 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   await app.register(agentXmppRoutes, {
     handlers: services.handlers,
     messaging: services.messaging,
-    hub,
     registry: services.registry,
     parseXml: parseXmlPayload,
     guard,

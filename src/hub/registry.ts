@@ -173,6 +173,14 @@ export class TabRegistry {
   }
 
   /**
+   * Whether some node holds the tab of this session (it is live). Asks the broker: Redis in a cluster,
+   * whose outage is `shared_state_unavailable`.
+   */
+  holds(address: TabAddress): Promise<boolean> {
+    return this.shared(() => this.o.hub.holds(address));
+  }
+
+  /**
    * Resolves once the tab registers, or after `registrationWaitMs` (never rejects). In a cluster the
    * Register may reach another node: the stored binding is looked at too, every `BINDING_POLL_MS`.
    */

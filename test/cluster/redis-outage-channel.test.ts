@@ -13,9 +13,12 @@ import { until } from '../helpers/until.js';
 let cluster: Cluster;
 
 beforeAll(async () => {
-  cluster = await Cluster.start({ nodes: 2, env: { TABWIRE_LONG_POLL_HOLD_SECONDS: '3' } });
+  cluster = await Cluster.start({ nodes: 2, env: { TABWIRE_LONG_POLL_HOLD_SECONDS: '3', TABWIRE_OPEN_REGISTRATION: 'true' } });
 }, 120_000);
 afterAll(async () => cluster?.stop());
+
+const postJson = (base: string, path: string, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(base + path, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
 const results = (frames: readonly { type: string; data: unknown }[]) => frames.filter((f) => f.type === 'SignatureReceived').map((f) => purposeOf(f as never));
 
@@ -34,7 +37,20 @@ describe('a Redis outage on the event channel of a cluster', () => {
     await until(() => results(ws.events).includes('ws before'), 'the WebSocket page’s first login');
     await until(() => results(poller.frames).includes('poll before'), 'the polling page’s first login');
 
+    // An agent of node 0 (its tokens verify there), for the Agent API during the outage.
+    const account = { userName: 'outage-agent', password: 'long enough password' };
+    expect((await postJson(cluster.url(0), '/Agent/Account/Create', account)).status).toBe(201);
+    const login = await postJson(cluster.url(0), '/Agent/Account/Login', { ...account, seconds: 600 });
+    const agent = { authorization: `Bearer ${((await login.json()) as { jwt: string }).jwt}`, cookie: ws.cookie };
+
     await cluster.redis.stopServer();
+    // A handler registration needs Redis (the tab's presence, the handler registry): 503, not 500.
+    const handler = await postJson(cluster.url(0), '/Agent/Xmpp/RegisterEventHandler', { function: 'OnChat', tabId: ws.tabId }, agent);
+    expect(handler.status).toBe(503);
+    expect(handler.headers.get('retry-after')).toBe('1');
+    expect(await handler.json()).toMatchObject({ code: 'shared_state_unavailable' });
+    // What needs only PostgreSQL goes on: offline messages.
+    expect((await postJson(cluster.url(0), '/Agent/Xmpp/PopMessages', { maxCount: 5 }, agent)).status).toBe(200);
     // A new tab registering on either transport needs its stream in Redis.
     const refused = await TestTab.open(cluster.wsUrl(1));
     expect(await refused.closed(30_000)).toEqual({ code: 1013, reason: 'shared_state_unavailable' });
