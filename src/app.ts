@@ -122,7 +122,8 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     maxAge: 600,
   });
   const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
-  const channel = { registry, hub, log: log.child({ module: 'channel:websocket' }) };
+  // A Register waits through an outage as long as a poll is held, so both transports ride out the same one.
+  const channel = { registry, hub, log: log.child({ module: 'channel:websocket' }), outageWaitMs: config.longPollHoldSeconds * 1000 };
   const upgrade = new WebSocketUpgrade(app.server, {
     path: '/ClientEventsWS',
     maxPayload: 16 * 1024,
@@ -169,7 +170,6 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   await app.register(agentXmppRoutes, {
     handlers: services.handlers,
     messaging: services.messaging,
-    hub,
     registry: services.registry,
     parseXml: parseXmlPayload,
     guard,

@@ -73,6 +73,14 @@ export const errorCatalogue = {
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
+/**
+ * Outages: the request was fine, but a component it needs (the store, or Redis in a cluster) cannot be
+ * reached now. Answered 503 with `Retry-After` over HTTP and close 1013 on a WebSocket; clients retry
+ * with the same tab (docs/errors.md "Outages").
+ */
+export const OUTAGE_CODES = ['store_unavailable', 'shared_state_unavailable'] as const satisfies readonly ErrorCode[];
+export type OutageCode = (typeof OUTAGE_CODES)[number];
+
 /** A refusal with a catalogue code; thrown by domain and HTTP code, rendered as problem+json. */
 export class TabwireError extends Error {
   override name = 'TabwireError';
@@ -85,6 +93,16 @@ export class TabwireError extends Error {
     super(detail ?? errorCatalogue[code].title);
     this.status = errorCatalogue[code].status;
   }
+}
+
+/** Whether `err` is an outage refusal (OUTAGE_CODES): retry later, nothing was wrong with the request. */
+export function isOutage(err: unknown): err is TabwireError & { code: OutageCode } {
+  return err instanceof TabwireError && (OUTAGE_CODES as readonly ErrorCode[]).includes(err.code);
+}
+
+/** The refusal for shared state (Redis in a cluster) that did not answer; `cause` keeps the driver's error for the log. */
+export function sharedStateUnavailable(cause: unknown): TabwireError {
+  return Object.assign(new TabwireError('shared_state_unavailable', undefined, { retryAfter: 1 }), { cause });
 }
 
 /**
@@ -102,6 +120,12 @@ export const closeCodes = {
   tabLimitReached: 4429,
   /** The same tab connected again; the older connection is closed. */
   replaced: 4409,
+  /**
+   * The store or the shared state stayed unreachable while a Register waited for it (the reason is the
+   * outage's catalogue code). IANA's registry of close codes (RFC 6455 §11.7) names 1013 "Try Again
+   * Later": the client reconnects after a pause, with the same tab.
+   */
+  tryAgainLater: 1013,
   /** The service is shutting down. */
   goingAway: 1001,
 } as const;

@@ -231,6 +231,10 @@ export class EventClient {
           }
         }
         return this.retry(this.backoff.next());
+      case 'unavailable':
+        // The service is there but its store or Redis is not (docs/events.md "Outages"): the tab and its
+        // last event id stay, the pause is the backoff's but never shorter than the service asked.
+        return this.retry(Math.max(end.retryAfterMs, this.backoff.next()));
       case 'tab-rejected':
         // docs/events.md "Binding": the ID belongs to another session; this tab needs its own.
         this.currentTabId = renewTabId(this.deps.tabIdStore, this.deps.newTabId);

@@ -17,18 +17,30 @@ export interface LongPollDeps {
 const TAB_NOT_REGISTERED = 'tab_not_registered';
 const TAB_SESSION_MISMATCH = 'tab_session_mismatch';
 
-/** The `code` of a problem+json body (RFC 9457 with the catalogue's code), if it has one. */
-export function problemCode(text: string): string | undefined {
+/** A problem+json body (RFC 9457 with the catalogue's `code`), if the text is one. */
+function problemOf(text: string): Record<string, unknown> | undefined {
   try {
     const body: unknown = JSON.parse(text);
-    if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
-      const code = (body as Record<string, unknown>).code;
-      return typeof code === 'string' ? code : undefined;
-    }
+    if (body !== null && typeof body === 'object' && !Array.isArray(body)) return body as Record<string, unknown>;
   } catch {
     // not JSON: an error page from a proxy
   }
   return undefined;
+}
+
+/** The `code` of a problem+json body, if it has one. */
+export function problemCode(text: string): string | undefined {
+  const code = problemOf(text)?.code;
+  return typeof code === 'string' ? code : undefined;
+}
+
+/**
+ * How long to wait at least after a 503, in ms: the problem's `retryAfter` member (seconds, the same as its
+ * Retry-After header, which a cross-origin page could not read), else 0 (a proxy's 503: backoff alone).
+ */
+export function retryAfterMs(text: string): number {
+  const seconds = problemOf(text)?.retryAfter;
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds > 0 ? Math.min(seconds, 3600) * 1000 : 0;
 }
 
 /**
@@ -63,6 +75,8 @@ export function startPoll(link: TransportLink, deps: LongPollDeps): Transport {
     const code = problemCode(text);
     if (status === 404 && code === TAB_NOT_REGISTERED) return finish({ kind: 'tab-forgotten' });
     if (status === 403 && code === TAB_SESSION_MISMATCH) return finish({ kind: 'tab-rejected' });
+    // An outage of the service's store or Redis (docs/events.md "Outages"): retry later with the same tab.
+    if (status === 503) return finish({ kind: 'unavailable', retryAfterMs: retryAfterMs(text) });
     finish({ kind: 'lost', opened: true });
   };
 

@@ -15,6 +15,11 @@ export type TransportEnd =
   | { kind: 'polled' }
   /** Network trouble, a server error or an ordinary close: retry after a backoff. `opened`: it had connected. */
   | { kind: 'lost'; opened: boolean }
+  /**
+   * The service cannot reach its store or shared state now (503 store_unavailable / shared_state_unavailable,
+   * close 1013): retry with backoff, but not before `retryAfterMs`; same tab ID, same last event id.
+   */
+  | { kind: 'unavailable'; retryAfterMs: number }
   /** The tab belongs to another session (close 4403, 403 tab_session_mismatch): new tab ID, retry. */
   | { kind: 'tab-rejected' }
   /** The service forgot the tab (404 tab_not_registered): forget the last event id, retry. */

@@ -9,7 +9,12 @@ import type { Transport, TransportEnd, TransportLink } from './transport.js';
 export const SERVER_CLOSE = {
   tabSessionMismatch: 4403,
   replaced: 4409,
+  /** IANA's "Try Again Later": the service's store or shared state is unreachable (docs/events.md "Outages"). */
+  tryAgainLater: 1013,
 } as const;
+
+/** After a 1013 close: the service answers its HTTP outages with `Retry-After: 1`. */
+export const TRY_AGAIN_LATER_MS = 1_000;
 
 /** docs/signing.md: the client pings every 10 s; the service closes after 30 s of silence. */
 export const PING_INTERVAL_MS = 10_000;
@@ -30,6 +35,8 @@ export function endForClose(code: number, opened: boolean): TransportEnd {
       return { kind: 'tab-rejected' };
     case SERVER_CLOSE.replaced:
       return { kind: 'replaced' };
+    case SERVER_CLOSE.tryAgainLater:
+      return { kind: 'unavailable', retryAfterMs: TRY_AGAIN_LATER_MS };
     default:
       return { kind: 'lost', opened };
   }

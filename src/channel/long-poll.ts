@@ -1,8 +1,10 @@
 import type { Logger } from 'pino';
+import { isOutage, type TabwireError } from '../errors.js';
 import type { TabConnection } from '../hub/connection.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
 import type { EventFrame } from '../protocol/frames.js';
+import { retryThroughOutage } from './outage-wait.js';
 
 /** What a held poll is finally answered with. */
 export type PollAnswer =
@@ -10,7 +12,9 @@ export type PollAnswer =
   /** Nothing happened within the hold time: `[{"type":"NOP"}]` (reference client). */
   | { kind: 'idle' }
   /** A newer poll or a WebSocket of the same tab took over, or the service is stopping. */
-  | { kind: 'superseded'; reason: string };
+  | { kind: 'superseded'; reason: string }
+  /** The store or Redis stayed unreachable for the whole hold time: 503 with Retry-After (errors.ts `isOutage`). */
+  | { kind: 'unavailable'; error: TabwireError };
 
 /**
  * One held `POST /ClientEvents` as the hub sees it: it takes the first batch of frames and is
@@ -49,6 +53,11 @@ export class LongPollConnection implements TabConnection {
     this.finish({ kind: 'idle' });
   }
 
+  /** The poll could not be registered within the hold time: the store or Redis is unreachable. */
+  unavailable(error: TabwireError): void {
+    this.finish({ kind: 'unavailable', error });
+  }
+
   get answered(): boolean {
     return this.done;
   }
@@ -65,6 +74,8 @@ export interface LongPollChannelOptions {
   hub: Hub;
   log: Logger;
   holdMs: number;
+  /** True once the service is shutting down: a poll still waiting through an outage gives up at once. */
+  stopping: () => boolean;
 }
 
 /** One `POST /ClientEvents` as the transport sees it, once HTTP has checked its headers and session. */
@@ -91,22 +102,38 @@ export interface Poll {
  */
 export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<PollAnswer> {
   const address = { tabId: poll.tabId, session: poll.session };
+  const holdEnds = performance.now() + o.holdMs;
   let connection!: LongPollConnection;
   let timer: NodeJS.Timeout | undefined;
   const answer = await new Promise<PollAnswer>((resolve) => {
     connection = new LongPollConnection(resolve, poll.writable, poll.client);
-    timer = setTimeout(() => connection.idle(), o.holdMs);
+    // The hold time ends the poll once it is registered; until then the registration's own wait decides.
+    let registered = false;
+    let holdOver = false;
+    timer = setTimeout(() => {
+      holdOver = true;
+      if (registered) connection.idle();
+    }, o.holdMs);
     // A response closed before it was answered: the client went away. What reaches the tab now waits in its stream.
     poll.onClientGone(() => connection.close(0, 'client_gone'));
-    o.registry.register(poll.tabId, poll.session, connection, poll.location, poll.lastEventId).then(
+    // Through a store or Redis outage the poll waits (up to its hold time) for the registration to go
+    // through, rather than answering an error at once: the reference script alert()s on any non-200
+    // answer (docs/events.md "Outages").
+    const register = () => o.registry.register(poll.tabId, poll.session, connection, poll.location, poll.lastEventId);
+    retryThroughOutage(register, { deadline: holdEnds, wanted: () => connection.open && !o.stopping() }).then(
       (outcome) => {
         if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
+        registered = true;
         o.hub.touch(address);
         // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
         // QR requests now, not after the hold time. The client polls again immediately.
-        if (poll.newSession) connection.send([]);
+        if (holdOver) connection.idle();
+        else if (poll.newSession) connection.send([]);
       },
       (err: unknown) => {
+        // Shutdown: answered as every held poll is then (events-routes.ts), not with the outage.
+        if (isOutage(err) && o.stopping()) return connection.close(0, 'shutdown');
+        if (isOutage(err)) return connection.unavailable(err);
         o.log.error({ err }, 'long-poll registration failed');
         connection.close(0, 'internal_error');
       },

@@ -1,17 +1,23 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { closeCodes } from '../errors.js';
+import { closeCodes, isOutage } from '../errors.js';
 import type { TabAddress } from '../hub/address.js';
 import type { TabConnection } from '../hub/connection.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
 import { parseClientFrame, type EventFrame } from '../protocol/frames.js';
+import { retryThroughOutage } from './outage-wait.js';
 
 export interface WebSocketChannelOptions {
   registry: TabRegistry;
   hub: Hub;
   log: Logger;
+  /**
+   * How long a Register waits for an unreachable store or Redis before the socket is closed
+   * `1013 store_unavailable` / `shared_state_unavailable` (docs/events.md "Outages").
+   */
+  outageWaitMs: number;
 }
 
 /**
@@ -70,9 +76,14 @@ class WebSocketTab implements TabConnection {
 
   /** A message from the client, handled after the ones before it. */
   received(data: RawData, isBinary: boolean): void {
+    // Any frame shows the client is there, also one that waits behind a Register held through an outage.
+    this.alive();
     const next: Promise<void> = (this.queue ?? Promise.resolve())
       .then(() => this.onFrame(isBinary ? undefined : data.toString()))
       .catch((err: unknown) => {
+        // An outage outlasted the wait: "try again later" with the outage's code, which clients retry
+        // with the same tab; 1011 only for what is a fault of the service.
+        if (isOutage(err)) return this.socket.close(closeCodes.tryAgainLater, err.code);
         this.o.log.error({ err }, 'websocket frame handling failed');
         this.socket.close(1011, 'internal_error');
       })
@@ -88,18 +99,23 @@ class WebSocketTab implements TabConnection {
   }
 
   private async onFrame(text: string | undefined): Promise<void> {
-    this.alive();
     const frame = text === undefined ? undefined : parseClientFrame(text);
     if (!frame) return this.socket.close(closeCodes.frameInvalid, 'frame_invalid');
     switch (frame.cmd) {
       case 'Register': {
         if (this.address !== undefined && this.address.tabId !== frame.tabId) return this.socket.close(closeCodes.frameInvalid, 'tab_already_registered');
-        const outcome = await this.o.registry.register(frame.tabId, this.session, this, frame.location, frame.lastEventId);
+        // Held through a short store or Redis outage (the socket stays open, the older reference script
+        // has no close handler and would stay deaf after a close), then closed 1013 (see received).
+        const register = () => this.o.registry.register(frame.tabId, this.session, this, frame.location, frame.lastEventId);
+        // Known before the store is asked: a socket that closes meanwhile is detached from what was attached.
+        const address = (this.address = { tabId: frame.tabId, session: this.session });
+        const outcome = await retryThroughOutage(register, { deadline: performance.now() + this.o.outageWaitMs, wanted: () => this.open });
+        // Refused: nothing was attached, and the tab is not this socket's.
+        if (outcome !== 'ok') this.address = undefined;
         if (outcome === 'conflict') return this.socket.close(closeCodes.tabSessionMismatch, 'tab_session_mismatch');
         if (outcome === 'too_many_tabs') return this.socket.close(closeCodes.tabLimitReached, 'tab_limit_reached');
-        this.address = { tabId: frame.tabId, session: this.session };
         // The socket may have closed while the Register was in the store: the hub must not keep it.
-        if (!this.open) this.o.hub.detach(this.address, this);
+        if (!this.open) this.o.hub.detach(address, this);
         return;
       }
       case 'Ping':

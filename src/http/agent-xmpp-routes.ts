@@ -4,7 +4,6 @@ import type { FastifyInstance } from 'fastify';
 import type { HandlerRegistry } from '../agent/handlers.js';
 import type { Messaging } from '../agent/messaging.js';
 import { TabwireError } from '../errors.js';
-import type { TabAddress } from '../hub/address.js';
 import { TAB_ID_PATTERN } from '../protocol/frames.js';
 import type { TabRegistry } from '../hub/registry.js';
 import { BEARER, JSON_BODY, json, problems } from './openapi-schemas.js';
@@ -14,8 +13,6 @@ import { hashSession, sessionIdOf } from './session.js';
 export interface AgentXmppRoutesOptions {
   handlers: HandlerRegistry;
   messaging: Messaging;
-  /** Whether the tab of this session is live (held by some node). */
-  hub: { holds(address: TabAddress): Promise<boolean> };
   registry: TabRegistry;
   /** Parses and re-serializes an XML payload (xmpp/xml-payload.ts); never concatenated into a stanza. */
   parseXml: (text: string) => { ok: true; xml: string } | { ok: false; error: string };
@@ -69,7 +66,7 @@ export async function agentXmppRoutes(fastify: FastifyInstance, o: AgentXmppRout
       const sessionId = sessionIdOf(request);
       // Without the cookie no session can match (a session hash is never empty): the tab's owner is told to send it.
       const address = await o.registry.requireOwner(body.tabId, sessionId === undefined ? '' : hashSession(sessionId), { bindIfFree: false });
-      if (!(await o.hub.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
+      if (!(await o.registry.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
       const selector = { localName: body.localName || null, namespace: body.namespace || null, type: body.type || null };
       const outcome = await o.handlers.register(request.agent!.accountId, address, selector, body.function ?? '');
       if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');

@@ -3,6 +3,7 @@ import { Type } from '@sinclair/typebox';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { holdPoll } from '../channel/long-poll.js';
+import { retryThroughOutage } from '../channel/outage-wait.js';
 import type { UpgradeDecision } from '../channel/websocket-upgrade.js';
 import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
@@ -94,6 +95,11 @@ const longPollDocumented = documentAs({
 /** The client event channel over plain HTTP: long-poll `/ClientEvents`, and a 426 for a GET of the WebSocket URL. */
 export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions): Promise<void> {
   const { registry, hub } = o;
+  // A poll waiting through a store outage is not in the hub yet, so the hub's close does not answer it.
+  let stopping = false;
+  app.addHook('preClose', async () => {
+    stopping = true;
+  });
   app.get('/ClientEventsWS', { schema: websocketSchema }, async () => {
     throw new TabwireError('websocket_required');
   });
@@ -115,7 +121,10 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     if (lastEventId !== undefined && !(Number.isSafeInteger(lastEventId) && lastEventId >= 0)) {
       throw new TabwireError('validation_failed', 'X-Last-Event-ID must be a non-negative integer');
     }
-    if (lastEventId !== undefined && (await o.tabs.sessionOf(tabId)) === undefined) {
+    // Through an outage this look-up waits like the registration below (channel/outage-wait.ts).
+    const writable = () => !reply.raw.destroyed && !request.raw.socket.destroyed;
+    const known = () => retryThroughOutage(() => o.tabs.sessionOf(tabId), { deadline: performance.now() + o.longPollHoldMs, wanted: () => writable() && !stopping });
+    if (lastEventId !== undefined && (await known()) === undefined) {
       throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not known (any more); poll without X-Last-Event-ID to register it again`);
     }
     const newSession = sessionIdOf(request) === undefined;
@@ -123,7 +132,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     reply.header('cache-control', 'no-store');
 
     const answer = await holdPoll(
-      { registry, hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs },
+      { registry, hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs, stopping: () => stopping },
       {
         tabId,
         session: sessionHash,
@@ -131,7 +140,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
         lastEventId,
         newSession,
         client: request.raw.socket,
-        writable: () => !reply.raw.destroyed && !request.raw.socket.destroyed,
+        writable,
         onClientGone: (listener) => reply.raw.on('close', listener),
       },
     );
@@ -140,6 +149,10 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
         return reply.send(answer.frames);
       case 'idle':
         return reply.send([{ type: 'NOP' }]);
+      case 'unavailable':
+        // The store or Redis stayed unreachable for the whole hold time: 503 with Retry-After, as every
+        // route answers an outage (docs/errors.md "Outages"); never 500.
+        return sendProblem(reply, answer.error, request.url);
       case 'superseded':
         // Shutdown: an empty 200 (the reference client shows any other answer to the person) on a closing
         // connection, so the client's next poll opens a new one and reaches another node or a restarted one.

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
-import { TabwireError } from '../errors.js';
+import { sharedStateUnavailable, TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
-import type { TabAddress } from './address.js';
+import { addressKey, type TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
 import { resultPublishKey } from './delivery.js';
 import { FirstVisitTickets } from './first-visit.js';
@@ -20,6 +20,12 @@ export interface TabRegistryOptions {
   registrationWaitMs: number;
   /** How long a tab without a connection is held (config `tabIdleSeconds`): a refused binding may be retried after it. */
   tabIdleMs: number;
+  /**
+   * Whether an error of the hub's shared broker (Redis in a cluster) means it cannot be reached now: such
+   * errors become `shared_state_unavailable`, so the channel treats them as the outage they are. Absent on
+   * one node (the memory broker has no outages).
+   */
+  sharedUnavailable?: (err: unknown) => boolean;
 }
 
 /** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
@@ -50,6 +56,9 @@ class OwnerCache {
     this.entries.delete(tabId);
   }
 }
+
+/** Tabs owed a replay of their results (its first try failed), at most (beyond, the set starts over). */
+const OWED_REPLAYS_SIZE = 50_000;
 
 /** How often a wait for a Register looks for the binding another node may have stored. */
 const BINDING_POLL_MS = 200;
@@ -82,6 +91,11 @@ export class TabRegistry {
   private waiting = 0;
   /** What each Register that newly bound a tab here allows a cookie-less first QR request (first-visit.ts). */
   private readonly tickets: FirstVisitTickets;
+  /**
+   * Tabs new here whose replay of results failed (the store went away in between): a Register tried
+   * again finds the tab attached already, and must still replay (addressKey).
+   */
+  private readonly owedReplays = new Set<string>();
 
   constructor(private readonly o: TabRegistryOptions) {
     this.owners = new OwnerCache(() => o.clock.now());
@@ -99,7 +113,7 @@ export class TabRegistry {
     if (bound === 'conflict') return 'conflict';
     this.owners.set(tabId, session);
     const address = { tabId, session };
-    const attached = await hub.attach(address, connection, lastEventId);
+    const attached = await this.shared(() => hub.attach(address, connection, lastEventId));
     if (attached === 'too_many_tabs') {
       if (bound === 'created') await this.removeBinding({ tabId, session });
       return 'too_many_tabs';
@@ -108,8 +122,24 @@ export class TabRegistry {
     this.wake(tabId);
     // New to the service (first Register, or its stream was lost with a restart): results its session's
     // codes sent in the last moments may have been lost with it; they are derived again from the settled codes.
-    if (attached === 'created') await this.replayResults(address);
+    // Safe to run again after an outage broke it part-way (channel/outage-wait.ts): a replay that failed is owed.
+    const key = addressKey(address);
+    if (attached === 'created' || this.owedReplays.has(key)) {
+      if (this.owedReplays.size >= OWED_REPLAYS_SIZE) this.owedReplays.clear();
+      this.owedReplays.add(key);
+      await this.replayResults(address);
+      this.owedReplays.delete(key);
+    }
     return 'ok';
+  }
+
+  /** Runs a hub step whose broker may be Redis: its outage becomes `shared_state_unavailable`. */
+  private async shared<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (err) {
+      throw this.o.sharedUnavailable?.(err) ? sharedStateUnavailable(err) : err;
+    }
   }
 
   /**
@@ -117,7 +147,7 @@ export class TabRegistry {
    * removed before the connection's next frame is handled); see Hub.release for what stays.
    */
   async unregister(address: TabAddress, connection?: TabConnection): Promise<void> {
-    await this.o.hub.release(address, connection);
+    await this.shared(() => this.o.hub.release(address, connection));
     await this.removeBinding(address);
   }
 
@@ -147,7 +177,7 @@ export class TabRegistry {
       const address = { tabId, session };
       // Held here like a registered tab whose page has not connected yet: it counts toward the session's
       // tabsPerSession and is let go after tabIdleSeconds without a connection (its binding with it).
-      if ((await this.o.hub.reserve(address)) === 'too_many_tabs') {
+      if ((await this.shared(() => this.o.hub.reserve(address))) === 'too_many_tabs') {
         if (bound === 'created') await this.removeBinding(address);
         throw new TabwireError('tab_limit_reached', undefined, { retryAfter: Math.ceil(this.o.tabIdleMs / 1000) });
       }
@@ -157,6 +187,14 @@ export class TabRegistry {
     this.owners.set(tabId, owner);
     if (owner !== session) throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
     return { tabId, session };
+  }
+
+  /**
+   * Whether some node holds the tab of this session (it is live). Asks the broker: Redis in a cluster,
+   * whose outage is `shared_state_unavailable`.
+   */
+  holds(address: TabAddress): Promise<boolean> {
+    return this.shared(() => this.o.hub.holds(address));
   }
 
   /**

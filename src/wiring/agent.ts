@@ -7,6 +7,7 @@ import type { TokenService } from '../agent/tokens.js';
 import { createHandlerRegistry, createLimits, createXmppConnection, type Limits } from '../cluster/factories.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
+import { isOutage } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
 import type { Metrics } from '../metrics.js';
 import type { LeasedXmppComponent } from '../xmpp/leased-component.js';
@@ -60,7 +61,16 @@ export function createAgentArea(o: { config: Config; shared: SharedState; hub: H
     nodeId: o.shared.nodeId,
     log,
     onMessage: async (message) => {
-      const outcome = await router.route(message);
+      let outcome;
+      try {
+        outcome = await router.route(message);
+      } catch (err) {
+        if (!isOutage(err)) throw err;
+        // The store (or Redis) cannot be reached: the message can be neither pushed nor stored. The sender is
+        // told to try again rather than left to think it arrived (RFC 6120 §8.3.2: type "wait", temporary).
+        log.warn({ err, to: message.to }, 'an XMPP message could not be routed during an outage; bounced');
+        return xmpp!.bounce(message, 'resource-constraint');
+      }
       // RFC 6121 §8.5.2: a message to an account that does not exist is answered service-unavailable.
       if (outcome === 'unknown_recipient') await xmpp!.bounce(message, 'service-unavailable');
       if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');

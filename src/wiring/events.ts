@@ -7,6 +7,7 @@ import { refreshTabBindings, tabBindingRefreshMs } from '../hub/binding-refresh.
 import { Hub } from '../hub/hub.js';
 import { TabRegistry } from '../hub/registry.js';
 import type { Metrics } from '../metrics.js';
+import { redisUnavailable } from '../redis/errors.js';
 import { EventTypes } from '../protocol/events.js';
 import { intervals, type Lifecycle } from './area.js';
 import type { SharedState } from './shared.js';
@@ -85,6 +86,8 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     resultReplayMs: config.outboxMaxAgeSeconds * 1000,
     registrationWaitMs: TAB_REGISTRATION_WAIT_MS,
     tabIdleMs: config.tabIdleSeconds * 1000,
+    // Redis errors of the broker are an outage of the shared state (docs/redis.md "During a Redis outage").
+    ...(shared.redis ? { sharedUnavailable: redisUnavailable } : {}),
   });
   const timers = intervals(
     [() => hub.sweep(), HUB_SWEEP_MS],

@@ -89,6 +89,9 @@ describe('long-poll transport: one poll', () => {
     ['404 from a server without long-poll', 404, problem(404, 'not_found'), { kind: 'lost', opened: true }],
     ['403 origin_not_allowed', 403, problem(403, 'origin_not_allowed'), { kind: 'lost', opened: true }],
     ['502 from a proxy', 502, 'Bad gateway', { kind: 'lost', opened: true }],
+    ['503 store_unavailable', 503, { ...problem(503, 'store_unavailable'), retryAfter: 1 }, { kind: 'unavailable', retryAfterMs: 1000 }],
+    ['503 shared_state_unavailable', 503, { ...problem(503, 'shared_state_unavailable'), retryAfter: 2 }, { kind: 'unavailable', retryAfterMs: 2000 }],
+    ['503 from a proxy', 503, 'Service Unavailable', { kind: 'unavailable', retryAfterMs: 0 }],
   ])('ends %s as %o', async (_label, status, body, expected) => {
     const { calls, fetch } = fakeFetch();
     const { link: l, ends } = link();
@@ -212,6 +215,38 @@ describe('event client on long-poll', () => {
     await vi.advanceTimersByTimeAsync(1);
     expect(calls).toHaveLength(3);
     expect(client.stats.reconnects).toBe(2);
+  });
+
+  it('503 store_unavailable: the same tab and last event id poll again after the backoff, never before retryAfter', async () => {
+    const { client, calls, windowName } = makeClient();
+    client.connect();
+    const tabId = client.tabId;
+    calls[0]!.respond(200, [{ type: 'E', data: 1, id: 9 }]);
+    await flush();
+    // The backoff's first window (500 ms) is shorter than the service's Retry-After (1 s).
+    calls[1]!.respond(503, { ...problem(503, 'store_unavailable'), retryAfter: 1 });
+    await flush();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(calls).toHaveLength(2);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(3);
+    expect(headers(calls[2])).toMatchObject({ 'X-TabID': tabId, 'X-Last-Event-ID': '9' });
+    expect(client.tabId).toBe(tabId);
+    expect(windowName()).toBe(tabId);
+    // Each further 503 widens the backoff, past the service's 1 s.
+    calls[2]!.respond(503, { ...problem(503, 'store_unavailable'), retryAfter: 1 });
+    await flush();
+    await vi.advanceTimersByTimeAsync(999);
+    expect(calls).toHaveLength(3);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(4);
+    calls[3]!.respond(503, { ...problem(503, 'store_unavailable'), retryAfter: 1 });
+    await flush();
+    await vi.advanceTimersByTimeAsync(1_998);
+    expect(calls).toHaveLength(4);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(calls).toHaveLength(5);
+    expect(headers(calls[4])).toMatchObject({ 'X-TabID': tabId, 'X-Last-Event-ID': '9' });
   });
 
   it('repeated refusals back off after the first immediate retry', async () => {

@@ -158,6 +158,24 @@ describe('event client on WebSocket', () => {
     expect(last().sent[0]).toEqual({ cmd: 'Register', tabId: client.tabId, location: 'https://shop.example/login' });
   });
 
+  it('1013 try again later (store or Redis unreachable): reconnects with the same tab and last id, not before 1 s', async () => {
+    const { client, sockets, last, windowName } = makeClient();
+    client.connect();
+    last().open();
+    const tabId = client.tabId;
+    last().push({ type: 'E', data: 1, id: 4 });
+    last().serverClose(1013, 'store_unavailable');
+    // The backoff's first window is 500 ms; the service's outages say 1 s.
+    await vi.advanceTimersByTimeAsync(999);
+    expect(sockets).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(sockets).toHaveLength(2);
+    last().open();
+    expect(last().sent[0]).toEqual({ cmd: 'Register', tabId, location: 'https://shop.example/login', lastEventId: 4 });
+    expect(windowName()).toBe(tabId);
+    expect(client.stats.transport).toBe('websocket');
+  });
+
   it('4409: another connection of this tab took over, so it does not reconnect', async () => {
     const { client, sockets, last, log } = makeClient();
     client.connect();

@@ -1,0 +1,25 @@
+/** Socket errors of a Redis that is down, restarting or unreachable. */
+const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EHOSTDOWN', 'ENETDOWN']);
+
+/**
+ * What ioredis rejects a command with when it got no answer: the client-side `commandTimeout`
+ * (connection.ts), the offline queue flushed after failed reconnects (MaxRetriesPerRequestError),
+ * and a connection closed under the command.
+ */
+const CLIENT_MESSAGES = /^(Command timed out|Reached the max retries per request limit|Connection is closed\.|Stream isn't writeable)/;
+
+/**
+ * Error replies of a Redis that cannot serve now (Redis documentation, "Error replies"): LOADING (reading
+ * its data at start), BUSY (a script runs too long), MASTERDOWN and READONLY (Sentinel fail-over),
+ * CLUSTERDOWN and TRYAGAIN (Redis Cluster re-sharding).
+ */
+const UNAVAILABLE_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN)\b/;
+
+/** Whether an error from ioredis means Redis is not reachable now (answered 503 `shared_state_unavailable`, docs/redis.md). */
+export function redisUnavailable(err: unknown): boolean {
+  if (err instanceof AggregateError && err.errors.some(redisUnavailable)) return true; // Node tries each address of a name
+  if (!(err instanceof Error)) return false;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string' && NETWORK_CODES.has(code)) return true;
+  return err.name === 'MaxRetriesPerRequestError' || CLIENT_MESSAGES.test(err.message) || UNAVAILABLE_REPLIES.test(err.message);
+}
