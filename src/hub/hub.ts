@@ -8,6 +8,7 @@ import type { TabConnection } from './connection.js';
 import { hasOpen, inTabOrder, prune, type LocalTab } from './local-tab.js';
 import { addConnection, connectedUntil } from './tab-connections.js';
 import { TabWriter } from './tab-writer.js';
+import { Confirmations } from './confirmations.js';
 import type { Delivery } from './delivery.js';
 import type { AttachOutcome, HubOptions, HubSnapshot } from './hub-options.js';
 import { LocalTabs } from './local-tabs.js';
@@ -17,6 +18,8 @@ export { MAX_CONNECTIONS_PER_TAB } from './tab-connections.js';
 
 /** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
 const MAX_HELD_EVENTS = 10_000;
+/** Default of `messageConfirmMs` (config `messageConfirmSeconds`). */
+const DEFAULT_MESSAGE_CONFIRM_MS = 10_000;
 
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
@@ -37,14 +40,24 @@ export class Hub implements Delivery {
   private readonly presence: PresenceKeeper;
   /** Writes events to the tabs' connections here, from announcements and the streams. */
   private readonly writer: TabWriter;
+  /** XMPP messages written here whose confirmation is awaited (docs/xmpp.md "Delivered means confirmed"). */
+  private readonly confirmations: Confirmations;
 
   constructor(private readonly o: HubOptions) {
+    this.confirmations = new Confirmations({
+      broker: o.broker,
+      now: () => o.clock.now(),
+      deadlineMs: o.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
+      log: o.log,
+      fallBack: (fallbacks) => this.fallBack(fallbacks),
+    });
     this.writer = new TabWriter({
       broker: o.broker,
       now: () => o.clock.now(),
       log: o.log,
       fallBack: (fallbacks) => this.fallBack(fallbacks),
       dropped: (reason, n) => o.counters?.dropped(reason, n),
+      awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
     });
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
     // Announcements missed while the bus was away are not lost: every open connection reads its stream again.
@@ -102,7 +115,7 @@ export class Hub implements Delivery {
     if (outcome.dropped.expired > 0) this.o.counters?.dropped('expired', outcome.dropped.expired);
     if (!outcome.frame) return this.fallBack([fallback!]);
     this.o.counters?.delivered();
-    if (!outcome.announced) await this.o.bus.publish({ kind: 'event', to, frame: outcome.frame });
+    if (!outcome.announced) await this.o.bus.publish(fallback ? { kind: 'event', to, awaiting: true, frame: outcome.frame } : { kind: 'event', to, frame: outcome.frame });
   }
 
   /**
@@ -120,6 +133,8 @@ export class Hub implements Delivery {
     if (open && !tab.connections.has(connection)) addConnection(tab, connection);
     if (open) tab.transport = connection.transport;
     const { created } = await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
+    // Before the catch-up, which moves the sent mark past what this very connection is about to get.
+    if (open) await this.confirmations.received(address, connection.transport, lastEventId);
     if (open) {
       // A client the tab has written to before resumes after what it got, even events another page took.
       const cursor = lastEventId ?? (connection.client === undefined ? undefined : tab.cursors?.get(connection.client));
@@ -185,11 +200,20 @@ export class Hub implements Delivery {
   }
 
   /** One tab's state on this node (diagnostics and tests): live connections now, last sign of life. */
-  state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number } | undefined {
+  state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number; awaitingConfirmation: number } | undefined {
     const tab = this.tabs.get(address);
     if (!tab) return undefined;
     prune(tab);
-    return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
+    const awaitingConfirmation = this.confirmations.count(address);
+    return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen, awaitingConfirmation };
+  }
+
+  /**
+   * Declares dead the connections whose XMPP messages are unconfirmed past `messageConfirmMs` (closed
+   * with 4408) and stores those messages. Called on a timer (every second) and by tests with a moved clock.
+   */
+  checkConfirmations(): void {
+    this.confirmations.sweep();
   }
 
   /** Forgets idle tabs here. Called on a timer and by tests with a moved clock. */
@@ -253,6 +277,8 @@ export class Hub implements Delivery {
   /** After `close`: tells the broker this node holds none of its tabs any more (another node or the session's return takes over). */
   async stop(): Promise<void> {
     this.close();
+    // Nothing can confirm any more: what awaited a confirmation is stored (docs/xmpp.md "Delivered means confirmed").
+    await this.confirmations.settleAll();
     const tabs = this.tabs.clear();
     await Promise.all(tabs.map((tab) => this.forget(tab.address).catch((err: unknown) => this.o.log.warn({ err }, 'releasing a tab at shutdown failed'))));
   }
@@ -273,7 +299,7 @@ export class Hub implements Delivery {
       case 'event': {
         const tab = this.tabs.get(message.to);
         if (!tab || !hasOpen(tab)) return;
-        void this.serially(tab, () => this.writer.writeNew(tab, message.frame));
+        void this.serially(tab, () => this.writer.writeNew(tab, message.frame, message.awaiting === true));
         return;
       }
     }
