@@ -25,6 +25,8 @@ export interface ConfirmationsOptions {
   log: Logger;
   /** Messages withdrawn unconfirmed: store them for PopMessages. */
   fallBack: (fallbacks: readonly DeliveryFallback[]) => void;
+  /** A connection was declared dead (and closed): the tab no longer counts as connected through it. */
+  declaredDead: (address: TabAddress, connection: TabConnection) => void;
 }
 
 /**
@@ -88,6 +90,9 @@ export class Confirmations {
       if (write.deadline > now) continue;
       void this.settle(write, false);
       if (write.connection.open) write.connection.close(closeCodes.pingTimeout, 'confirm_timeout');
+      // A frozen peer never finishes the closing handshake: the tab must not count as connected meanwhile,
+      // or the next message would be written into the same socket instead of being stored.
+      this.o.declaredDead(write.address, write.connection);
     }
   }
 

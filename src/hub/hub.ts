@@ -50,6 +50,7 @@ export class Hub implements Delivery {
       deadlineMs: o.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
       log: o.log,
       fallBack: (fallbacks) => this.fallBack(fallbacks),
+      declaredDead: (address, connection) => this.letGo(address, connection),
     });
     this.writer = new TabWriter({
       broker: o.broker,
@@ -158,6 +159,15 @@ export class Hub implements Delivery {
     if (hasOpen(tab)) return;
     // The last connection here left: tell the broker until when the tab still counts as connected here.
     this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
+  }
+
+  /** A connection declared dead (its closing handshake may never end): the tab no longer counts as connected through it. */
+  private letGo(address: TabAddress, connection: TabConnection): void {
+    const tab = this.tabs.get(address);
+    if (!tab) return;
+    tab.connections.delete(connection);
+    if (hasOpen(tab)) return;
+    this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
   }
 
   /** A ping or poll: the tab is alive. */
