@@ -73,9 +73,10 @@ export class MemoryBroker implements Broker {
     const stream = this.streams.get(addressKey(to));
     if (!stream) return 0;
     const through = 'through' in written ? Math.min(written.through, stream.sent) : 0;
+    const named = 'ids' in written ? new Set(written.ids) : undefined;
     let confirmed = 0;
     for (const e of stream.entries) {
-      if (!e.fallback || !('through' in written ? e.frame.id <= through : written.ids.includes(e.frame.id))) continue;
+      if (!e.fallback || !(named ? named.has(e.frame.id) : e.frame.id <= through)) continue;
       e.fallback = undefined;
       confirmed++;
     }
@@ -86,8 +87,9 @@ export class MemoryBroker implements Broker {
     const stream = this.streams.get(addressKey(to));
     if (!stream) return [];
     const taken: DeliveryFallback[] = [];
+    const named = new Set(ids);
     stream.entries = stream.entries.filter((e) => {
-      if (!e.fallback || !ids.includes(e.frame.id)) return true;
+      if (!e.fallback || !named.has(e.frame.id)) return true;
       taken.push(e.fallback);
       return false;
     });

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Broker } from '../broker/broker.js';
 import type { DeliveryFallback } from '../bus/bus.js';
 import { closeCodes } from '../errors.js';
-import type { TabAddress } from './address.js';
+import { addressKey, type TabAddress } from './address.js';
 import type { TabConnection } from './connection.js';
 
 /** "Everything written to the tab so far" for `Broker.confirm` (the broker caps it at its sent mark). */
@@ -38,6 +38,11 @@ export interface ConfirmationsOptions {
  */
 export class Confirmations {
   private readonly pending = new Set<Written>();
+  /**
+   * Confirmed writes per tab, sent to the broker together at the end of the turn: one pong confirms every
+   * write of its burst at once, so the burst costs one broker call, not one per message.
+   */
+  private readonly confirmed = new Map<string, { address: TabAddress; ids: number[] }>();
 
   constructor(private readonly o: ConfirmationsOptions) {}
 
@@ -103,12 +108,29 @@ export class Confirmations {
 
   private async settle(write: Written, reached: boolean): Promise<void> {
     if (!this.pending.delete(write)) return;
+    if (reached) return this.batchConfirmation(write);
     try {
-      if (reached) await this.o.broker.confirm(write.address, { ids: write.ids });
-      else this.o.fallBack(await this.o.broker.withdraw(write.address, write.ids));
+      this.o.fallBack(await this.o.broker.withdraw(write.address, write.ids));
     } catch (err) {
       // The broker keeps the fallback on the event: when it ages out of the stream it is stored then.
-      this.o.log.warn({ err, tabId: write.address.tabId }, reached ? 'confirming a delivered message failed' : 'withdrawing an unconfirmed message failed');
+      this.o.log.warn({ err, tabId: write.address.tabId }, 'withdrawing an unconfirmed message failed');
+    }
+  }
+
+  private batchConfirmation(write: Written): void {
+    const key = addressKey(write.address);
+    const batch = this.confirmed.get(key);
+    if (batch) return void batch.ids.push(...write.ids);
+    this.confirmed.set(key, { address: write.address, ids: [...write.ids] });
+    if (this.confirmed.size === 1) queueMicrotask(() => this.flushConfirmations());
+  }
+
+  private flushConfirmations(): void {
+    const batches = [...this.confirmed.values()];
+    this.confirmed.clear();
+    for (const { address, ids } of batches) {
+      // Unconfirmed in the broker, the event keeps its fallback: stored when it ages out (delivered and stored).
+      this.o.broker.confirm(address, { ids }).catch((err: unknown) => this.o.log.warn({ err, tabId: address.tabId }, 'confirming a delivered message failed'));
     }
   }
 }
