@@ -76,7 +76,8 @@ export class MessageRouter {
         element: message.element ?? null,
         xml: message.xml,
       };
-      // If the tab cannot take it after all (it died meanwhile, overflow, age), the hub hands it back for storing.
+      // If the tab cannot take it after all (it died meanwhile, overflow, age, or it never confirms the write:
+      // docs/xmpp.md "Delivered means confirmed"), the hub hands it back for storing.
       await this.o.delivery.deliver(handler.address, { type: handler.fn, data }, { kind: 'agent-message', ...stored });
       return 'delivered';
     }

@@ -12,7 +12,10 @@ import type { EventFrame, TabEvent } from '../protocol/frames.js';
  * lost it, or it expired) numbers its events above every id of the one before; a client that resumes
  * after an id the stream cannot serve any more is told (`lost`). Bounded by count (`limit`, oldest
  * dropped) and age (`maxAgeMs`). The stream remembers the newest id written to any connection (the
- * "sent" mark), so a connection that does not say what it saw gets only what nobody got.
+ * "sent" mark), so a connection that does not say what it saw gets only what nobody got. An event with a
+ * fallback (an XMPP message) keeps it after it was written, until `confirm` or `withdraw` settles it: a
+ * written one awaiting its confirmation is not pushed out by the count bound (its node settles it within
+ * the confirmation deadline), only by the age bound, and then its fallback is handed back.
  *
  * Presence: which nodes hold the tab (registered and not yet forgotten there) and until when it counts
  * as connected on each. A holder counts while its node is alive: a node keeps all its tabs with one
@@ -39,6 +42,20 @@ export interface Broker {
   read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead>;
   /** Frames up to `id` were written to a connection (the mark only moves forward). */
   markSent(to: TabAddress, id: number): Promise<void>;
+  /**
+   * The client confirmed that written events reached it (docs/xmpp.md "Delivered means confirmed"): a
+   * WebSocket pong after their write (`ids`), or its next poll (`through`: every written event up to that
+   * id, the sent mark at most). Those still carrying a fallback lose it: delivered, never stored. An event
+   * already withdrawn is not brought back. Returns how many were confirmed now.
+   */
+  confirm(to: TabAddress, written: { ids: readonly number[] } | { through: number }): Promise<number>;
+  /**
+   * The connection these events were written to ended (or was declared dead) before confirming them:
+   * those still carrying a fallback leave the stream, so no connection is written them again, and their
+   * fallbacks are returned to be stored. Atomic with `confirm`: whichever comes first settles an event,
+   * the other finds nothing.
+   */
+  withdraw(to: TabAddress, ids: readonly number[]): Promise<DeliveryFallback[]>;
   /**
    * `node` holds the tab and counts it as connected until `connectedUntil` (a live connection: a time
    * far ahead). A node the broker does not know yet counts as alive for `presenceTtlMs` from here.
@@ -120,7 +137,12 @@ export interface StreamRead {
   unsent: DeliveryFallback[];
   /** Events without a fallback that expired unsent while reading (metrics). */
   expired: number;
+  /** Ids of `frames` that still carry a fallback: once written they await the client's confirmation. */
+  awaiting: readonly number[];
 }
+
+/** `StreamRead.awaiting` of a read without such frames (most reads): no array made per read. */
+export const NONE_AWAITING: readonly number[] = Object.freeze([]);
 
 /** The id of the first event of a stream made at `now` is this plus one (docs/events.md "Event ids"). */
 export const epochAt = (now: number): number => now * 1000;

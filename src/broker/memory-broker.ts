@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DeliveryFallback } from '../bus/bus.js';
 import { addressKey, type TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 
 interface Entry {
   frame: EventFrame;
@@ -54,24 +54,52 @@ export class MemoryBroker implements Broker {
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback, key: publishKey });
-    const overflow = this.settle(stream, stream.entries.splice(0, Math.max(0, stream.entries.length - this.bounds.limit)));
+    const overflow = this.settle(stream, this.overflow(stream));
     const expired = this.settle(stream, this.expire(stream, now));
     return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped }, announced: false };
   }
 
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
     const stream = this.live(addressKey(to), now);
-    if (!stream) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0 };
+    if (!stream) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0, awaiting: NONE_AWAITING };
     const expired = this.settle(stream, this.expire(stream, now));
     const first = stream.entries[0]?.frame.id;
     const { cursor, lost } = afterId === undefined ? { cursor: stream.sent, lost: false } : resumePoint(afterId, stream.epoch, first, stream.last);
-    const frames = stream.entries.filter((e) => e.frame.id > cursor).map((e) => e.frame);
-    return { frames, last: stream.last, epoch: stream.epoch, lost, unsent: expired.unsent, expired: expired.dropped };
+    const after = stream.entries.filter((e) => e.frame.id > cursor);
+    const awaiting = after.some((e) => e.fallback) ? after.filter((e) => e.fallback).map((e) => e.frame.id) : NONE_AWAITING;
+    return { frames: after.map((e) => e.frame), last: stream.last, epoch: stream.epoch, lost, unsent: expired.unsent, expired: expired.dropped, awaiting };
   }
 
   async markSent(to: TabAddress, id: number): Promise<void> {
     const stream = this.streams.get(addressKey(to));
     if (stream && id > stream.sent && id <= stream.last) stream.sent = id;
+  }
+
+  async confirm(to: TabAddress, written: { ids: readonly number[] } | { through: number }): Promise<number> {
+    const stream = this.streams.get(addressKey(to));
+    if (!stream) return 0;
+    const through = 'through' in written ? Math.min(written.through, stream.sent) : 0;
+    const named = 'ids' in written ? new Set(written.ids) : undefined;
+    let confirmed = 0;
+    for (const e of stream.entries) {
+      if (!e.fallback || !(named ? named.has(e.frame.id) : e.frame.id <= through)) continue;
+      e.fallback = undefined;
+      confirmed++;
+    }
+    return confirmed;
+  }
+
+  async withdraw(to: TabAddress, ids: readonly number[]): Promise<DeliveryFallback[]> {
+    const stream = this.streams.get(addressKey(to));
+    if (!stream) return [];
+    const taken: DeliveryFallback[] = [];
+    const named = new Set(ids);
+    stream.entries = stream.entries.filter((e) => {
+      if (!e.fallback || !named.has(e.frame.id)) return true;
+      taken.push(e.fallback);
+      return false;
+    });
+    return taken;
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
@@ -178,6 +206,20 @@ export class MemoryBroker implements Broker {
     return stream;
   }
 
+  /**
+   * Entries beyond the count bound, oldest first; a written XMPP message awaiting its confirmation stops
+   * the trim (its node settles it within the confirmation deadline; the age bound still applies).
+   */
+  private overflow(stream: Stream): Entry[] {
+    let n = 0;
+    while (stream.entries.length - n > this.bounds.limit && !this.awaitingConfirmation(stream, stream.entries[n]!)) n++;
+    return stream.entries.splice(0, n);
+  }
+
+  private awaitingConfirmation(stream: Stream, e: Entry): boolean {
+    return e.fallback !== undefined && e.frame.id <= stream.sent;
+  }
+
   private expire(stream: Stream, now: number): Entry[] {
     const cutoff = now - this.bounds.maxAgeMs;
     let n = 0;
@@ -185,14 +227,16 @@ export class MemoryBroker implements Broker {
     return stream.entries.splice(0, n);
   }
 
-  /** Of the entries that left the stream, the unsent: fallbacks to store, the others counted as dropped. */
+  /**
+   * Of the entries that left the stream, the unsent: fallbacks to store (also of a written one never
+   * confirmed nor withdrawn: its node is gone), the others counted as dropped.
+   */
   private settle(stream: Stream, gone: Entry[]): { unsent: DeliveryFallback[]; dropped: number } {
     const unsent: DeliveryFallback[] = [];
     let dropped = 0;
     for (const e of gone) {
-      if (e.frame.id <= stream.sent) continue;
       if (e.fallback) unsent.push(e.fallback);
-      else dropped++;
+      else if (e.frame.id > stream.sent) dropped++;
     }
     return { unsent, dropped };
   }

@@ -42,12 +42,19 @@ local function trim(ev, sent, limit, cutoff, k)
     local head = redis.call('LINDEX', ev, 0)
     local off, at, fb, key = string.match(head, '^(%d+):(%d+):(%d)([%w_%-]*):')
     local over = n > limit
-    if not over and tonumber(at) >= cutoff then break end
+    if tonumber(at) >= cutoff then
+      if not over then break end
+      -- A written XMPP message awaiting its confirmation is kept past the count bound (not the age bound):
+      -- its node confirms or withdraws it within the confirmation deadline.
+      if fb == '1' and tonumber(off) <= sent then break end
+    end
     redis.call('LPOP', ev)
     if key ~= '' then redis.call('HDEL', k, key) end
     n = n - 1
-    if tonumber(off) > sent then
-      if fb == '1' then table.insert(out, head) elseif over then overflow = overflow + 1 else expired = expired + 1 end
+    -- A fallback still on a written entry: never confirmed nor withdrawn (its node is gone), so it is stored.
+    if fb == '1' then table.insert(out, head)
+    elseif tonumber(off) > sent then
+      if over then overflow = overflow + 1 else expired = expired + 1 end
     end
   end
   return out, overflow, expired
@@ -134,6 +141,41 @@ local off = tonumber(ARGV[1]) - tonumber(meta[1])
 if off > tonumber(meta[3]) and off <= tonumber(meta[2]) then redis.call('HSET', KEYS[1], 's', off) end
 return 1`;
 
+/**
+ * KEYS m ev; ARGV through ids… (ids as epoch + offset; `through` '' when ids are given). Clears the fallback
+ * flag of the entries named (or written up to `through`, the sent mark at most) that still carry one.
+ */
+const CONFIRM = `
+local meta = redis.call('HMGET', KEYS[1], 'e', 's')
+if not meta[1] then return 0 end
+local epoch, sent = tonumber(meta[1]), tonumber(meta[2])
+local through, named = -1, {}
+if ARGV[1] ~= '' then through = math.min(tonumber(ARGV[1]) - epoch, sent)
+else for i = 2, #ARGV do named[tonumber(ARGV[i]) - epoch] = true end end
+local n = 0
+for i, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  local off, at, fb = string.match(e, '^(%d+):(%d+):(%d)')
+  if fb == '1' and (tonumber(off) <= through or named[tonumber(off)]) then
+    redis.call('LSET', KEYS[2], i - 1, off .. ':' .. at .. ':0' .. string.sub(e, #off + #at + 4))
+    n = n + 1
+  end
+end
+return n`;
+
+/** KEYS m ev; ARGV ids… (epoch + offset). Removes the named entries that still carry a fallback; returns them. */
+const WITHDRAW = `
+local epoch = redis.call('HGET', KEYS[1], 'e')
+if not epoch then return {} end
+local named = {}
+for i = 1, #ARGV do named[tonumber(ARGV[i]) - tonumber(epoch)] = true end
+local out = {}
+for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+  local off, fb = string.match(e, '^(%d+):%d+:(%d)')
+  if fb == '1' and named[tonumber(off)] then table.insert(out, e) end
+end
+for _, e in ipairs(out) do redis.call('LREM', KEYS[2], 1, e) end
+return out`;
+
 /** KEYS m ev p nodes; ARGV now epoch node connectedUntil aliveUntil ttl */
 const HOLD = `${LIB}
 local created = create(KEYS[1], ARGV[2])
@@ -190,6 +232,8 @@ export interface BrokerCommands {
   twPublish(m: string, ev: string, p: string, nodes: string, k: string, ...args: (string | number)[]): Promise<Reply>;
   twRead(m: string, ev: string, p: string, k: string, ...args: (string | number)[]): Promise<Reply>;
   twMarkSent(m: string, id: number): Promise<number>;
+  twConfirm(m: string, ev: string, through: number | '', ...ids: number[]): Promise<number>;
+  twWithdraw(m: string, ev: string, ...ids: number[]): Promise<Reply>;
   twHold(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
   twDrop(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
   twPresence(p: string, nodes: string, now: number): Promise<Reply>;
@@ -201,6 +245,8 @@ export function defineBrokerCommands(connection: Redis): void {
   connection.defineCommand('twPublish', { numberOfKeys: 5, lua: PUBLISH });
   connection.defineCommand('twRead', { numberOfKeys: 4, lua: READ });
   connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
+  connection.defineCommand('twConfirm', { numberOfKeys: 2, lua: CONFIRM });
+  connection.defineCommand('twWithdraw', { numberOfKeys: 2, lua: WITHDRAW });
   connection.defineCommand('twHold', { numberOfKeys: 4, lua: HOLD });
   connection.defineCommand('twDrop', { numberOfKeys: 4, lua: DROP });
   connection.defineCommand('twPresence', { numberOfKeys: 2, lua: PRESENCE });

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../hub/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 import { encodeBusMessage } from '../bus/redis-bus.js';
 import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
 
@@ -17,14 +17,15 @@ interface Parsed {
   fallback: DeliveryFallback | undefined;
 }
 
-/** `offset:at:flag:json` with the stream's epoch -> the entry. */
+/** `offset:at:flag:json` with the stream's epoch -> the entry; the flag says whether its fallback still counts (a confirmed one does not). */
 function parseEntry(raw: string, epoch: number): Parsed {
   const a = raw.indexOf(':');
   const b = raw.indexOf(':', a + 1);
   const c = raw.indexOf(':', b + 1);
   const body = JSON.parse(raw.slice(c + 1)) as { type: string; data: unknown; fallback?: DeliveryFallback };
   const id = epoch + Number(raw.slice(0, a));
-  return { id, at: Number(raw.slice(a + 1, b)), frame: { type: body.type, data: body.data, id }, fallback: body.fallback };
+  const fallback = raw.slice(b + 1, c) === '1' ? body.fallback : undefined;
+  return { id, at: Number(raw.slice(a + 1, b)), frame: { type: body.type, data: body.data, id }, fallback };
 }
 
 /**
@@ -32,8 +33,9 @@ function parseEntry(raw: string, epoch: number): Parsed {
  * which only the script knows. The id is the message's last value: JSON keeps keys in the order they
  * were written, `frame` last in the message and `id` last in the frame.
  */
-function announcementAround(to: TabAddress, event: TabEvent): [string, string] {
-  const text = encodeBusMessage({ kind: 'event', to, frame: { type: event.type, data: event.data, id: 0 } });
+function announcementAround(to: TabAddress, event: TabEvent, awaiting: boolean): [string, string] {
+  const frame = { type: event.type, data: event.data, id: 0 };
+  const text = encodeBusMessage(awaiting ? { kind: 'event', to, awaiting: true, frame } : { kind: 'event', to, frame });
   const tail = '}}';
   return [text.slice(0, -('0'.length + tail.length)), tail];
 }
@@ -82,7 +84,7 @@ export class RedisBroker implements Broker {
     if (key !== '' && !PUBLISH_KEY_PATTERN.test(key)) throw new Error(`publish key ${JSON.stringify(key)} is not ${PUBLISH_KEY_PATTERN}`);
     const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
     const [m, ev, p, k] = this.keys(to);
-    const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, event);
+    const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, event, fallback !== undefined);
     const reply = await this.redis.twPublish(
       m, ev, p, this.nodes, k,
       now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}${key}:${body}`,
@@ -103,7 +105,7 @@ export class RedisBroker implements Broker {
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
     const [m, ev, p, k] = this.keys(to);
     const reply = await this.redis.twRead(m, ev, p, k, now, this.bounds.limit, now - this.bounds.maxAgeMs);
-    if (reply.length === 0) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0 };
+    if (reply.length === 0) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0, awaiting: NONE_AWAITING };
     const epoch = Number(reply[0]);
     const last = epoch + Number(reply[1]);
     const sent = epoch + Number(reply[2]);
@@ -112,11 +114,26 @@ export class RedisBroker implements Broker {
     const entries = reply.slice(5 + nUnsent).map((raw) => parseEntry(String(raw), epoch));
     const first = entries[0]?.id;
     const { cursor, lost } = afterId === undefined ? { cursor: sent, lost: false } : resumePoint(afterId, epoch, first, last);
-    return { frames: entries.filter((e) => e.id > cursor).map((e) => e.frame), last, epoch, lost, unsent, expired: Number(reply[3]) };
+    const after = entries.filter((e) => e.id > cursor);
+    const awaiting = after.some((e) => e.fallback) ? after.filter((e) => e.fallback).map((e) => e.id) : NONE_AWAITING;
+    return { frames: after.map((e) => e.frame), last, epoch, lost, unsent, expired: Number(reply[3]), awaiting };
   }
 
   async markSent(to: TabAddress, id: number): Promise<void> {
     await this.redis.twMarkSent(this.keys(to)[0], id);
+  }
+
+  async confirm(to: TabAddress, written: { ids: readonly number[] } | { through: number }): Promise<number> {
+    const [m, ev] = this.keys(to);
+    if ('through' in written) return Number(await this.redis.twConfirm(m, ev, Math.min(written.through, Number.MAX_SAFE_INTEGER)));
+    if (written.ids.length === 0) return 0;
+    return Number(await this.redis.twConfirm(m, ev, '', ...written.ids));
+  }
+
+  async withdraw(to: TabAddress, ids: readonly number[]): Promise<DeliveryFallback[]> {
+    if (ids.length === 0) return [];
+    const [m, ev] = this.keys(to);
+    return fallbacksOf(await this.redis.twWithdraw(m, ev, ...ids));
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {

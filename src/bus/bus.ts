@@ -16,8 +16,10 @@ export type DeliveryFallback = {
 /**
  * Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively.
  * `event`: an event was appended to a tab's stream (broker.ts); the nodes holding the tab write it.
+ * `awaiting`: it carries a fallback (an XMPP message), so a write of it awaits the client's confirmation
+ * (docs/xmpp.md "Delivered means confirmed"). `frame` stays last: the broker's script splices its id in.
  */
-export type BusMessage = { kind: 'event'; to: TabAddress; frame: EventFrame } | XmppSendRequest | XmppSendAnswer;
+export type BusMessage = { kind: 'event'; to: TabAddress; awaiting?: true; frame: EventFrame } | XmppSendRequest | XmppSendAnswer;
 
 /**
  * An outbound XMPP message from a node without the XMPP server connection, for the node that holds it

@@ -9,6 +9,19 @@ import type { TabRegistry } from '../hub/registry.js';
 import { parseClientFrame, type EventFrame } from '../protocol/frames.js';
 import { retryThroughOutage } from './outage-wait.js';
 
+/** Ping payloads are unique per process, so a pong answers the one ping it echoes (RFC 6455 §5.5.3). */
+let pings = 0;
+
+/** The confirmations one socket awaits (made when its first is asked for; most tabs never get an XMPP message). */
+interface Confirming {
+  /** Covered by the ping in flight (written before it); undefined while no ping is in flight. */
+  inFlight: ((reached: boolean) => void)[] | undefined;
+  /** Written after that ping: covered by the next one. */
+  next: ((reached: boolean) => void)[];
+  /** The payload of the ping in flight. */
+  tag: string;
+}
+
 export interface WebSocketChannelOptions {
   registry: TabRegistry;
   hub: Hub;
@@ -39,6 +52,8 @@ class WebSocketTab implements TabConnection {
    * while no frame is being handled (an idle tab keeps no promise).
    */
   private queue: Promise<void> | undefined;
+  /** Confirmations awaited from this socket's client (`confirm`); undefined while none are. */
+  private confirming: Confirming | undefined;
 
   constructor(
     private readonly socket: WebSocket,
@@ -62,6 +77,8 @@ class WebSocketTab implements TabConnection {
       this.raw.cork();
       process.nextTick(() => {
         this.corked = false;
+        // One ping per burst, after its frames: its pong confirms all of them.
+        if (this.confirming?.inFlight === undefined && this.confirming?.next.length) this.ping();
         this.raw.uncork();
       });
     }
@@ -72,6 +89,47 @@ class WebSocketTab implements TabConnection {
   close(code: number, reason: string): void {
     if (code === closeCodes.goingAway) return this.failForReconnect();
     this.socket.close(code, reason);
+  }
+
+  /**
+   * RFC 6455 §5.5.2-5.5.3: the client answers a ping with a pong as soon as it can, after the frames
+   * before it; browsers do so on their own, whatever the page's script. So the pong to a ping sent after
+   * a burst says that the burst reached the client (docs/xmpp.md "Delivered means confirmed").
+   */
+  confirm(done: (reached: boolean) => void): void {
+    if (!this.open) return done(false);
+    if (this.confirming === undefined) {
+      this.confirming = { inFlight: undefined, next: [], tag: '' };
+      this.socket.on('pong', (data) => this.ponged(data));
+    }
+    this.confirming.next.push(done);
+    // Within a burst the ping waits for its end (see `send`).
+    if (this.confirming.inFlight === undefined && !this.corked) this.ping();
+  }
+
+  private ping(): void {
+    const confirming = this.confirming!;
+    confirming.inFlight = confirming.next;
+    confirming.next = [];
+    confirming.tag = String(++pings);
+    this.socket.ping(confirming.tag);
+  }
+
+  private ponged(data: Buffer): void {
+    const confirming = this.confirming;
+    if (confirming?.inFlight === undefined || data.toString() !== confirming.tag) return;
+    const reached = confirming.inFlight;
+    confirming.inFlight = undefined;
+    for (const done of reached) done(true);
+    if (confirming.next.length > 0 && !this.corked && this.open) this.ping();
+  }
+
+  /** The socket closed: nothing awaited from it can come any more. */
+  private unconfirmed(): void {
+    const confirming = this.confirming;
+    if (confirming === undefined) return;
+    this.confirming = undefined;
+    for (const done of [...(confirming.inFlight ?? []), ...confirming.next]) done(false);
   }
 
   /** A message from the client, handled after the ones before it. */
@@ -93,8 +151,9 @@ class WebSocketTab implements TabConnection {
     this.queue = next;
   }
 
-  /** The socket closed: the hub lets go of this connection. */
+  /** The socket closed: the hub lets go of this connection; what it still had to confirm did not arrive. */
   closed(): void {
+    this.unconfirmed();
     if (this.address !== undefined) this.o.hub.detach(this.address, this);
   }
 

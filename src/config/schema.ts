@@ -60,6 +60,11 @@ export const ConfigSchema = Type.Object(
     tabsPerSession: Type.Integer({ default: 100, minimum: 1, maximum: 100_000 }),
     /** Event handlers (RegisterEventHandler selectors) one tab may carry. */
     handlersPerTab: Type.Integer({ default: 32, minimum: 1, maximum: 10_000 }),
+    /**
+     * An XMPP message written to a tab counts as delivered once the tab confirms it (a WebSocket pong, the
+     * next poll); unconfirmed after this long, the connection is declared dead and the message stored.
+     */
+    messageConfirmSeconds: Type.Integer({ default: 10, minimum: 1, maximum: 120 }),
     /** A tab binding no live connection has refreshed for this long (left by a stopped process) is deleted. */
     tabBindingRetentionSeconds: Type.Integer({ default: 600, minimum: 120, maximum: 86_400 }),
     /**

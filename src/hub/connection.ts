@@ -17,5 +17,12 @@ export interface TabConnection {
   readonly client?: object;
   /** Writes frames in order. Returns false when the connection can take no more (a long-poll already answered). */
   send(frames: readonly EventFrame[]): boolean;
+  /**
+   * Asks the client to confirm that everything written so far reached it, when the transport can (a
+   * WebSocket: a ping after the writes, one per burst; RFC 6455 §5.5.2-5.5.3 has the client answer with a
+   * pong). `done(true)` once it did, `done(false)` once the connection ended first; never both. Without
+   * it (long-poll) the tab's next poll confirms (docs/xmpp.md "Delivered means confirmed").
+   */
+  confirm?(done: (reached: boolean) => void): void;
   close(code: number, reason: string): void;
 }

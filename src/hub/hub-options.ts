@@ -35,6 +35,11 @@ export interface HubOptions {
   rollMs?: number;
   /** How often `roll` is called (it holds a share of the tabs each time). */
   rollEveryMs?: number;
+  /**
+   * How long an XMPP message written to a connection waits for the client's confirmation before the
+   * connection is declared dead and the message stored (config `messageConfirmSeconds`; default 10 s).
+   */
+  messageConfirmMs?: number;
   /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
   maxTabsPerSession: number;
   /**

@@ -9,6 +9,7 @@ import type { TabConnection } from './connection.js';
 import { hasOpen, inTabOrder, prune, type LocalTab } from './local-tab.js';
 import { addConnection, connectedUntil } from './tab-connections.js';
 import { TabWriter } from './tab-writer.js';
+import { Confirmations } from './confirmations.js';
 import { newPublishKey, type Delivery } from './delivery.js';
 import type { AttachOutcome, HubOptions, HubSnapshot } from './hub-options.js';
 import { LocalTabs } from './local-tabs.js';
@@ -18,6 +19,8 @@ export { MAX_CONNECTIONS_PER_TAB } from './tab-connections.js';
 
 /** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
 const MAX_HELD_EVENTS = 10_000;
+/** Default of `messageConfirmMs` (config `messageConfirmSeconds`). */
+const DEFAULT_MESSAGE_CONFIRM_MS = 10_000;
 
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
@@ -44,15 +47,26 @@ export class Hub implements Delivery {
   private readonly writer: TabWriter;
   /** What a page reloading on its greeting was written, for its next Register (reload-resume.ts). */
   private readonly reloads: ReloadResume;
+  /** XMPP messages written here whose confirmation is awaited (docs/xmpp.md "Delivered means confirmed"). */
+  private readonly confirmations: Confirmations;
 
   constructor(private readonly o: HubOptions) {
     this.reloads = new ReloadResume(() => o.clock.now(), o.outboxMaxAgeMs);
+    this.confirmations = new Confirmations({
+      broker: o.broker,
+      now: () => o.clock.now(),
+      deadlineMs: o.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
+      log: o.log,
+      fallBack: (fallbacks) => this.fallBack(fallbacks),
+      declaredDead: (address, connection) => this.letGo(address, connection),
+    });
     this.writer = new TabWriter({
       broker: o.broker,
       now: () => o.clock.now(),
       log: o.log,
       fallBack: (fallbacks) => this.fallBack(fallbacks),
       dropped: (reason, n) => o.counters?.dropped(reason, n),
+      awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
     });
     this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
     // Announcements missed while the bus was away are not lost: every open connection reads its stream again.
@@ -121,7 +135,7 @@ export class Hub implements Delivery {
     }
     if (!outcome.duplicate) this.o.counters?.delivered();
     // A duplicate is announced again too: the first announcement may be what was lost, and writers skip ids they wrote.
-    if (!outcome.announced) await this.o.bus.publish({ kind: 'event', to, frame: outcome.frame });
+    if (!outcome.announced) await this.o.bus.publish(fallback ? { kind: 'event', to, awaiting: true, frame: outcome.frame } : { kind: 'event', to, frame: outcome.frame });
     return true;
   }
 
@@ -141,6 +155,8 @@ export class Hub implements Delivery {
     if (open && !tab.connections.has(connection)) addConnection(tab, connection);
     if (open) tab.transport = connection.transport;
     const { created } = await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
+    // Before the catch-up, which moves the sent mark past what this very connection is about to get.
+    if (open) await this.confirmations.received(address, connection.transport, lastEventId);
     if (open) {
       const websocket = connection.transport === 'websocket';
       // A client the tab has written to before resumes after what it got, even events another page took; a
@@ -196,6 +212,15 @@ export class Hub implements Delivery {
     this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
   }
 
+  /** A connection declared dead (its closing handshake may never end): the tab no longer counts as connected through it. */
+  private letGo(address: TabAddress, connection: TabConnection): void {
+    const tab = this.tabs.get(address);
+    if (!tab) return;
+    tab.connections.delete(connection);
+    if (hasOpen(tab)) return;
+    this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
+  }
+
   /** A ping or poll: the tab is alive (`connection`: the one that pinged; its page stayed after its greeting). */
   touch(address: TabAddress, connection?: TabConnection): void {
     if (connection !== undefined) this.reloads.stayed(connection);
@@ -239,11 +264,20 @@ export class Hub implements Delivery {
   }
 
   /** One tab's state on this node (diagnostics and tests): live connections now, last sign of life. */
-  state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number } | undefined {
+  state(address: TabAddress): { held: boolean; connected: boolean; connections: number; lastSeen: number; awaitingConfirmation: number } | undefined {
     const tab = this.tabs.get(address);
     if (!tab) return undefined;
     prune(tab);
-    return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen };
+    const awaitingConfirmation = this.confirmations.count(address);
+    return { held: true, connected: tab.connections.size > 0, connections: tab.connections.size, lastSeen: tab.lastSeen, awaitingConfirmation };
+  }
+
+  /**
+   * Declares dead the connections whose XMPP messages are unconfirmed past `messageConfirmMs` (closed
+   * with 4408) and stores those messages. Called on a timer (every second) and by tests with a moved clock.
+   */
+  checkConfirmations(): void {
+    this.confirmations.sweep();
   }
 
   /** Forgets idle tabs here. Called on a timer and by tests with a moved clock. */
@@ -330,6 +364,8 @@ export class Hub implements Delivery {
    * `tabBindingRetentionSeconds` and its handlers expire, as after a crash.
    */
   private async handOver(): Promise<void> {
+    // Nothing can confirm any more: what awaited a confirmation is stored (docs/xmpp.md "Delivered means confirmed").
+    await this.confirmations.settleAll();
     const tabs = this.tabs.clear();
     await Promise.all(tabs.map((tab) => this.dropPresence(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'handing a tab over at shutdown failed'))));
   }
@@ -350,7 +386,7 @@ export class Hub implements Delivery {
       case 'event': {
         const tab = this.tabs.get(message.to);
         if (!tab || !hasOpen(tab)) return;
-        void this.serially(tab, () => this.writer.writeNew(tab, message.frame));
+        void this.serially(tab, () => this.writer.writeNew(tab, message.frame, message.awaiting === true));
         return;
       }
     }

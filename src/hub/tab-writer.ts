@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Broker, StreamRead } from '../broker/broker.js';
+import { NONE_AWAITING, type Broker, type StreamRead } from '../broker/broker.js';
 import type { DeliveryFallback } from '../bus/bus.js';
 import { EventTypes } from '../protocol/events.js';
 import type { EventFrame } from '../protocol/frames.js';
@@ -15,6 +15,8 @@ export interface TabWriterOptions {
   fallBack: (fallbacks: readonly DeliveryFallback[]) => void;
   /** Events that left a stream unsent without one (metrics). */
   dropped: (reason: 'expired', n: number) => void;
+  /** Events carrying a fallback (XMPP messages) were written to a connection: their confirmation is awaited. */
+  awaiting: (address: TabAddress, connection: TabConnection, ids: readonly number[]) => void;
 }
 
 /**
@@ -25,15 +27,19 @@ export interface TabWriterOptions {
 export class TabWriter {
   constructor(private readonly o: TabWriterOptions) {}
 
-  /** A new event of the tab: written to each connection whose cursor is just before it; a gap is read from the stream. */
-  async writeNew(tab: LocalTab, frame: EventFrame): Promise<void> {
+  /**
+   * A new event of the tab: written to each connection whose cursor is just before it; a gap is read from
+   * the stream. `awaiting`: it carries a fallback, so each write of it awaits its confirmation.
+   */
+  async writeNew(tab: LocalTab, frame: EventFrame, awaiting = false): Promise<void> {
     prune(tab);
     let behind = false;
     let written = 0;
+    const ids = awaiting ? [frame.id] : NONE_AWAITING;
     tab.connections.forEach((cursor, connection) => {
       if (cursor === undefined || frame.id <= cursor) return;
       if (frame.id === cursor + 1) {
-        if (this.write(tab, connection, [frame])) written = frame.id;
+        if (this.write(tab, connection, [frame], undefined, ids)) written = frame.id;
       } else behind = true;
     });
     if (written > 0) this.markSent(tab.address, written);
@@ -64,7 +70,7 @@ export class TabWriter {
       const lost = sameEpoch ? (frames.length > 0 ? frames[0]!.id > cursor + 1 : cursor < read.last) : true;
       const out = lost ? [this.lostFrame(cursor, read.epoch), ...frames] : frames;
       if (out.length === 0) return;
-      if (this.write(tab, connection, out, read.last) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
+      if (this.write(tab, connection, out, read.last, read.awaiting) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
     });
     if (written > 0) this.markSent(tab.address, written);
   }
@@ -83,7 +89,7 @@ export class TabWriter {
       tab.connections.set(connection, read.last);
       return from;
     }
-    if (this.write(tab, connection, frames, read.last) && read.frames.length > 0) this.markSent(tab.address, read.frames.at(-1)!.id);
+    if (this.write(tab, connection, frames, read.last, read.awaiting) && read.frames.length > 0) this.markSent(tab.address, read.frames.at(-1)!.id);
     return from;
   }
 
@@ -106,12 +112,17 @@ export class TabWriter {
 
   /**
    * Writes frames to one connection and moves its cursor to `through` (the stream's newest id) or to the
-   * last frame's id. A connection that can take no more (an answered long-poll) leaves the tab.
+   * last frame's id. A connection that can take no more (an answered long-poll) leaves the tab. Those of
+   * the frames whose id is in `awaiting` (XMPP messages) now await the client's confirmation.
    */
-  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[], through?: number): boolean {
+  private write(tab: LocalTab, connection: TabConnection, frames: readonly EventFrame[], through?: number, awaiting: readonly number[] = NONE_AWAITING): boolean {
     if (!connection.send(frames)) {
       tab.connections.delete(connection);
       return false;
+    }
+    if (awaiting.length > 0) {
+      const written = frames.filter((f) => awaiting.includes(f.id)).map((f) => f.id);
+      if (written.length > 0) this.o.awaiting(tab.address, connection, written);
     }
     const ids = frames.filter((f) => typeof f.id === 'number').map((f) => f.id);
     const last = Math.max(through ?? 0, ...ids);

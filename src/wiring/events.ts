@@ -13,6 +13,8 @@ import { intervals, type Lifecycle } from './area.js';
 import type { SharedState } from './shared.js';
 
 const HUB_SWEEP_MS = 5_000;
+/** How often unconfirmed XMPP messages are checked against their deadline (a no-op while none await one). */
+const CONFIRM_CHECK_MS = 1_000;
 /** How often a cluster node holds a share of its tabs again (each tab once per the hub's roll time). */
 const ROLL_EVERY_MS = 1_000;
 /** The reference client polls again at once after an answer, or 5 s after an error. */
@@ -61,6 +63,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     presenceTtlMs: shared.presenceTtlMs,
     rollEveryMs: ROLL_EVERY_MS,
     outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
+    messageConfirmMs: config.messageConfirmSeconds * 1000,
     maxTabsPerSession: config.tabsPerSession,
     // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
     greeting: () => ({ type: EventTypes.CheckServerInstance, data: o.instanceId }),
@@ -91,6 +94,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
   });
   const timers = intervals(
     [() => hub.sweep(), HUB_SWEEP_MS],
+    [() => hub.checkConfirmations(), CONFIRM_CHECK_MS],
     [
       () => {
         refreshTabBindings(hub, store.tabs, clock).catch((err: unknown) => log.error({ err }, 'tab binding refresh failed'));

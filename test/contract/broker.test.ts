@@ -155,13 +155,68 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect((await broker.publish(A, ev(3), T0 + 10_001, fb(3))).frame).toBeUndefined();
   });
 
-  it('fallbacks pushed out unsent come back to be stored; events already sent do not', async () => {
+  it('fallbacks pushed out unsent come back to be stored; events written and confirmed do not', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    const first = await broker.publish(A, ev(1), T0, fb(1));
+    await broker.markSent(A, first.frame!.id);
+    expect(await broker.confirm(A, { ids: [first.frame!.id] })).toBe(1);
+    const unsent: DeliveryFallback[] = [];
+    for (let n = 2; n <= 6; n++) unsent.push(...(await broker.publish(A, ev(n), T0, fb(n))).unsent);
+    expect(unsent.map((f) => f.content)).toEqual(['<m n="2"/>', '<m n="3"/>']);
+  });
+
+  it('a written message awaiting its confirmation outlasts the count bound, not the age bound (then it is handed back)', async () => {
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
     const first = await broker.publish(A, ev(1), T0, fb(1));
     await broker.markSent(A, first.frame!.id);
     const unsent: DeliveryFallback[] = [];
-    for (let n = 2; n <= 6; n++) unsent.push(...(await broker.publish(A, ev(n), T0, fb(n))).unsent);
-    expect(unsent.map((f) => f.content)).toEqual(['<m n="2"/>', '<m n="3"/>']);
+    for (let n = 2; n <= 4; n++) unsent.push(...(await broker.publish(A, ev(n), T0, fb(n))).unsent);
+    expect(unsent).toEqual([]);
+    const read = await broker.read(A, T0 * 1000, T0);
+    expect(read.frames.map((f) => (f.data as { n: number }).n)).toEqual([1, 2, 3, 4]);
+    expect(read.awaiting).toEqual(read.frames.map((f) => f.id));
+    // Confirmed, it is an ordinary written event: the next append trims it and the oldest unsent message.
+    await broker.confirm(A, { ids: [first.frame!.id] });
+    expect((await broker.publish(A, ev(5), T0, fb(5))).unsent.map((f) => f.content)).toEqual(['<m n="2"/>']);
+    // Past the age bound nothing waits any more: written or not, an unconfirmed message comes back.
+    await broker.heartbeat('node-1', T0 + 60_000);
+    const aged = await broker.publish(A, ev(6), T0 + 60_001);
+    expect(aged.unsent.map((f) => f.content)).toEqual(['<m n="3"/>', '<m n="4"/>', '<m n="5"/>']);
+  });
+
+  it('confirm and withdraw settle a written message once: whichever comes first wins', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    const one = (await broker.publish(A, ev(1), T0, fb(1))).frame!.id;
+    const two = (await broker.publish(A, ev(2), T0, fb(2))).frame!.id;
+    await broker.markSent(A, two);
+    expect(await broker.confirm(A, { ids: [one] })).toBe(1);
+    expect(await broker.confirm(A, { ids: [one] })).toBe(0);
+    expect((await broker.withdraw(A, [one, two])).map((f) => f.content)).toEqual(['<m n="2"/>']);
+    expect(await broker.withdraw(A, [one, two])).toEqual([]);
+    expect(await broker.confirm(A, { ids: [two] })).toBe(0);
+    // Withdrawn, a message is never written again: a client resuming before it does not get it.
+    const read = await broker.read(A, T0 * 1000, T0);
+    expect(read.frames.map((f) => f.id)).toEqual([one]);
+    expect(read.awaiting).toEqual([]);
+    // Nor is it handed back again when the tab is let go.
+    expect((await broker.drop(A, 'node-1', T0)).unsent).toEqual([]);
+  });
+
+  it('a next poll confirms what was written to the tab (up to the sent mark), not what is still unsent', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    const ids: number[] = [];
+    for (let n = 1; n <= 3; n++) ids.push((await broker.publish(A, ev(n), T0, fb(n))).frame!.id);
+    await broker.markSent(A, ids[1]!);
+    expect((await broker.read(A, T0 * 1000, T0)).awaiting).toEqual(ids);
+    expect(await broker.confirm(A, { through: Number.MAX_SAFE_INTEGER })).toBe(2);
+    expect((await broker.read(A, T0 * 1000, T0)).awaiting).toEqual([ids[2]]);
+    expect((await broker.withdraw(A, ids)).map((f) => f.content)).toEqual(['<m n="3"/>']);
+    // A client's lastEventId confirms up to it.
+    const four = (await broker.publish(A, ev(4), T0, fb(4))).frame!.id;
+    const five = (await broker.publish(A, ev(5), T0, fb(5))).frame!.id;
+    await broker.markSent(A, five);
+    expect(await broker.confirm(A, { through: four })).toBe(1);
+    expect((await broker.read(A, T0 * 1000, T0)).awaiting).toEqual([five]);
   });
 
   it('the last node to drop a tab gets its unsent fallbacks; while another holds it, nothing is handed back', async () => {
@@ -284,7 +339,9 @@ describe('redis broker announcing on the bus', () => {
     expect(notConnected.frame).toBeUndefined();
     await expect.poll(() => heard.length).toBe(3);
     // The fallback stays in the stream for the node that stores it; the tab's frame never carries it.
-    expect(heard).toEqual([plain, noData, withFallback].map((o) => ({ kind: 'event', to: A, frame: JSON.parse(JSON.stringify(o.frame)) })));
+    // A message's announcement says it awaits a confirmation once written (docs/xmpp.md "Delivered means confirmed").
+    const announced = (o: typeof plain, awaiting?: true) => ({ kind: 'event', to: A, ...(awaiting ? { awaiting } : {}), frame: JSON.parse(JSON.stringify(o.frame)) });
+    expect(heard).toEqual([announced(plain), announced(noData), announced(withFallback, true)]);
     expect(plain.frame!.id).toBeGreaterThan(1e15);
   });
 

@@ -49,3 +49,15 @@ export function useServiceAndChromium(overrides: Partial<ConfigInput> = {}): { s
   });
   return rig;
 }
+
+/**
+ * The same Chromium as a process group the test can signal as a whole: SIGSTOP freezes the browser with its
+ * network service (which answers WebSocket pings on a page's behalf), SIGKILL ends all of it at once.
+ */
+export async function launchSignallableChromium(): Promise<{ browser: Browser; signal: (signal: NodeJS.Signals) => void; kill: () => Promise<void> }> {
+  const server = await chromium.launchServer(LAUNCH);
+  const pid = server.process().pid!;
+  const browser = await chromium.connect(server.wsEndpoint());
+  // Playwright starts the browser as the leader of its own process group (renderers and utilities inherit it).
+  return { browser, signal: (signal) => process.kill(-pid, signal), kill: () => server.kill() };
+}
