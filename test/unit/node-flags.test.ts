@@ -16,7 +16,7 @@ describe('the Node.js flags the service is started with (docs/deployment.md "Nod
   it('every way the project starts the service passes them: npm start, scripts/cluster, the systemd units', () => {
     const starts = [
       (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start,
-      ...read('scripts/cluster').split('\n').filter((line) => line.includes('dist/main.js') && line.includes('launch')),
+      ...read('scripts/cluster').replace(/\\\n\s*/g, ' ').split('\n').filter((line) => line.includes('dist/main.js') && line.includes('launch')),
       ...read('deploy/tabwire.service').split('\n').filter((line) => line.startsWith('ExecStart=')),
       ...read('docs/deployment.md').split('\n').filter((line) => line.startsWith('ExecStart=')),
     ];
