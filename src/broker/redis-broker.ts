@@ -17,14 +17,17 @@ interface Parsed {
   fallback: DeliveryFallback | undefined;
 }
 
-/** `offset:at:flag:json` with the stream's epoch -> the entry; the flag says whether its fallback still counts (a confirmed one does not). */
+/**
+ * `offset:at:flag[publishKey]:json` with the stream's epoch -> the entry; the flag (one digit, the publish key
+ * follows it) says whether its fallback still counts (a confirmed one does not).
+ */
 function parseEntry(raw: string, epoch: number): Parsed {
   const a = raw.indexOf(':');
   const b = raw.indexOf(':', a + 1);
   const c = raw.indexOf(':', b + 1);
   const body = JSON.parse(raw.slice(c + 1)) as { type: string; data: unknown; fallback?: DeliveryFallback };
   const id = epoch + Number(raw.slice(0, a));
-  const fallback = raw.slice(b + 1, c) === '1' ? body.fallback : undefined;
+  const fallback = raw.charAt(b + 1) === '1' ? body.fallback : undefined;
   return { id, at: Number(raw.slice(a + 1, b)), frame: { type: body.type, data: body.data, id }, fallback };
 }
 

@@ -202,6 +202,20 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect((await broker.drop(A, 'node-1', T0)).unsent).toEqual([]);
   });
 
+  it('messages published with a key (as the hub publishes every event) await, confirm and withdraw alike (regression: the key hid the fallback)', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    const one = (await broker.publish(A, ev(1), T0, fb(1), 'msg-key-1')).frame!.id;
+    const two = (await broker.publish(A, ev(2), T0, fb(2), 'msg-key-2')).frame!.id;
+    await broker.markSent(A, two);
+    expect((await broker.read(A, T0 * 1000, T0)).awaiting).toEqual([one, two]);
+    expect(await broker.confirm(A, { ids: [one] })).toBe(1);
+    expect((await broker.withdraw(A, [one, two])).map((f) => f.content)).toEqual(['<m n="2"/>']);
+    // Unsent ones come back to be stored when pushed out, key or not.
+    const three = await broker.publish(A, ev(3), T0, fb(3), 'msg-key-3');
+    expect(three.frame).toBeDefined();
+    expect((await broker.drop(A, 'node-1', T0)).unsent.map((f) => f.content)).toEqual(['<m n="3"/>']);
+  });
+
   it('a next poll confirms what was written to the tab (up to the sent mark), not what is still unsent', async () => {
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
     const ids: number[] = [];

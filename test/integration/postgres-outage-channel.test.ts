@@ -223,8 +223,10 @@ describe('a PostgreSQL outage on the event channel', () => {
         ['result keys', () => get(held, '/.well-known/tabwire/result-keys')],
       ];
       for (const [what, request] of needStore) expectOutage(await request(), what);
-      // What needs no store: probes, the event script, the approval page (its script asks for the JSON above).
-      for (const path of ['/healthz', '/readyz', '/Events.js', '/metrics']) expect((await get(held, path)).status, path).toBe(200);
+      // Readiness asks the store (a timed probe): the node is taken out of a balancer while it is down.
+      expectOutage(await get(held, '/readyz'), 'readiness');
+      // What needs no store: liveness, the event script, metrics, the approval page (its script asks for the JSON above).
+      for (const path of ['/healthz', '/Events.js', '/metrics']) expect((await get(held, path)).status, path).toBe(200);
       expect((await get(held, `/QuickLogin/Sign/${code}`, { accept: 'text/html' })).status).toBe(200);
     } finally {
       await server.up();
