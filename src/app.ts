@@ -10,7 +10,7 @@ import { agentXmppRoutes } from './http/agent-xmpp-routes.js';
 import { parseXmlPayload } from './xmpp/xml-payload.js';
 import { bearerGuard } from './http/bearer.js';
 import { serveWebSocket } from './channel/websocket.js';
-import { WebSocketUpgrade } from './channel/websocket-upgrade.js';
+import { upgradesOnly, WebSocketUpgrade } from './channel/websocket-upgrade.js';
 import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
 import { healthRoutes } from './http/health-routes.js';
@@ -45,6 +45,9 @@ declare module 'fastify' {
   }
 }
 
+/** The event channel's WebSocket endpoint (docs/events.md); the only path whose upgrades are accepted. */
+const WEBSOCKET_PATH = '/ClientEventsWS';
+
 /** The one wiring point (docs/deployment.md): a ready Fastify instance that does not listen. */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
   // Slow clients (docs/configuration.md "Slow clients and shutdown"): headers and the whole request must arrive in time,
@@ -55,6 +58,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     // Node refuses a headers timeout above the request timeout.
     headersTimeout: Math.min(config.headersTimeoutSeconds, config.requestTimeoutSeconds) * 1000,
     connectionsCheckingInterval: 1000,
+    shouldUpgradeCallback: upgradesOnly(WEBSOCKET_PATH),
   };
   // HTTPS served directly when a certificate is configured (docs/deployment.md); else plain HTTP, e.g. behind a proxy.
   const server =
@@ -125,7 +129,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   // A Register waits through an outage as long as a poll is held, so both transports ride out the same one.
   const channel = { registry, hub, log: log.child({ module: 'channel:websocket' }), outageWaitMs: config.longPollHoldSeconds * 1000 };
   const upgrade = new WebSocketUpgrade(app.server, {
-    path: '/ClientEventsWS',
+    path: WEBSOCKET_PATH,
     maxPayload: 16 * 1024,
     clock,
     pingTimeoutMs: config.pingTimeoutSeconds * 1000,

@@ -7,11 +7,13 @@ const UPGRADE_FIELDS = new Set(['upgrade', 'http2-settings']);
 
 /**
  * Declines an `Upgrade` and serves the request as plain HTTP/1.1 on the same connection (RFC 9110 §7.8: a
- * server may ignore Upgrade). Node hands every request with an Upgrade header to the `upgrade` event once
- * anyone listens to it, with the socket already detached from its parser; so the request head is written
- * back, without Upgrade and HTTP2-Settings and without those tokens in Connection, ahead of the bytes that
- * followed it, and the socket is given to the server again as a new connection (Node documents emitting
- * `connection` with any Duplex for this). The request is then parsed, limited and routed like any other.
+ * server may ignore Upgrade). Reached only on Node.js without the server's `shouldUpgradeCallback` (20;
+ * `upgradesOnly` in websocket-upgrade.ts keeps such requests from the `upgrade` event elsewhere). There Node
+ * hands every request with an Upgrade header to the `upgrade` event once anyone listens to it, with the socket
+ * already detached from its parser; so the request head is written back, without Upgrade and HTTP2-Settings
+ * and without those tokens in Connection, ahead of the bytes that followed it, and the socket is given to the
+ * server again as a new connection (Node documents emitting `connection` with any Duplex for this). The
+ * request is then parsed, limited and routed like any other.
  */
 export function serveAsPlainRequest(server: Server, request: IncomingMessage, socket: Duplex, head: Buffer): void {
   const lines = [`${request.method ?? 'GET'} ${request.url ?? '/'} HTTP/${request.httpVersion}`];

@@ -64,6 +64,18 @@ function handshakeRefusal(request: IncomingMessage): Refusal | undefined {
 const wantsWebSocket = (request: IncomingMessage): boolean => request.headers.upgrade?.trim().toLowerCase() === 'websocket';
 
 /**
+ * The HTTP server's `shouldUpgradeCallback` (Node.js 24.9 and later, current 22 releases): only a WebSocket
+ * handshake on `path` reaches the `upgrade` event; any other request with an Upgrade header is an ordinary
+ * request to Node, body and all (RFC 9110 §7.8). Needed since Node.js 26, which passes such a request's body
+ * to the request rather than in `head`, so serving it again from the raw socket (plain-request.ts) would lose
+ * the body. Node.js without the option (20) ignores it, and every upgrade still goes to `onUpgrade`.
+ */
+export const upgradesOnly =
+  (path: string) =>
+  (request: IncomingMessage): boolean =>
+    pathOf(request) === path && wantsWebSocket(request);
+
+/**
  * The `/ClientEventsWS` handshake, handled on the HTTP server's `upgrade` event with `ws` directly
  * rather than through Fastify's request lifecycle: an upgraded socket then keeps no HTTP request,
  * reply or logger alive for its whole life (about 4 KiB per idle tab, docs/benchmarks.md). Refusals

@@ -36,7 +36,7 @@ export function assertFreshBuild(): void {
 export async function startProcess(env: NodeJS.ProcessEnv, baseUrl: string): Promise<ChildProcess> {
   assertFreshBuild();
   const child = spawn(process.execPath, ['dist/main.js'], { env: { PATH: process.env.PATH, ...env }, stdio: ['ignore', 'inherit', 'inherit'] });
-  // Bounds a broken start only: on a loaded machine a healthy start has taken more than 15 s.
+  // Bounds a broken start only: on a loaded 2-core machine a start (imports, migrations) took over 15 s.
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}`);

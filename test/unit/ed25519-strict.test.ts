@@ -99,12 +99,15 @@ describe('verifyEd25519', () => {
     expect(verifyEd25519(raw, message, sign(null, message, privateKey).toString('base64'))).toBe(true);
   });
 
-  it('the neutral point as key with R = neutral, S = 0: Node alone accepts it for any message, the strict check refuses', () => {
+  it('the neutral point as key with R = neutral, S = 0: OpenSSL 3.0 alone accepts it for any message, the strict check refuses', () => {
     const key = ed25519.Point.fromBytes(le(1n), false);
     expect(key.is0()).toBe(true);
-    // What Node checks without the strict encoding checks in front of it.
+    // What Node checks without the strict encoding checks in front of it. The OpenSSL of Node.js 20 (3.0)
+    // accepts this value for any message; OpenSSL 3.5 (in current Node.js 22, 24 and 26) refuses it. The
+    // strict check must refuse it whichever OpenSSL runs underneath.
     const nodeKey = { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(le(1n)).toString('base64url') };
-    expect(verify(null, message, { key: nodeKey, format: 'jwk' }, forged)).toBe(true);
+    const nodeAccepts = verify(null, message, { key: nodeKey, format: 'jwk' }, forged);
+    if (process.versions.openssl.startsWith('3.0.')) expect(nodeAccepts).toBe(true);
     expect(verifyEd25519(neutral, message, forged.toString('base64'))).toBe(false);
   });
 
