@@ -4,7 +4,7 @@ import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { listenFailureMessage } from './console/listen-failure.js';
 import { chooseLogFormat, logStreamFor } from './console/log-output.js';
-import { startLine } from './console/start-line.js';
+import { listeningText } from './console/start-line.js';
 import { missingOneCoreFlags, missingServiceFlags } from './node-flags.js';
 
 /** Beyond shutdownTimeoutSeconds, for what closes after the connections (deliverer, XMPP, store). */
@@ -38,12 +38,12 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
   try {
-    await app.listen({ host: config.host, port: config.port });
+    // Fastify logs one line per address it listens on; the first is the start line, so it is the first
+    // line a person reads (docs/configuration.md "Logs").
+    await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningText(config.publicBaseUrl) });
   } catch (err) {
     throw new ListenError(err, config);
   }
-  const start = startLine(config.publicBaseUrl);
-  app.log.info({ publicBaseUrl: config.publicBaseUrl, ...start.fields }, start.message);
   const missing = missingServiceFlags();
   if (missing.length > 0) app.log.info({ missing }, 'Node.js runs without the flags the service is started with (docs/deployment.md "Node.js flags")');
   const oneCore = missingOneCoreFlags(availableParallelism());

@@ -113,7 +113,9 @@ export class LeaderRunner {
       await lease.release(token).catch(() => undefined);
       return;
     }
-    this.#o.log.info({ token }, 'lease taken: this node runs the work');
+    // On an embedded node the lease is always this node's: a line at start would only push the start line down.
+    const level = lease.scope === 'cluster' ? 'info' : 'debug';
+    this.#o.log[level]({ token }, 'lease taken: this node runs the work');
     this.#o.onChange?.(true);
   }
 
@@ -139,7 +141,8 @@ export class LeaderRunner {
   async #stepDown(reason: 'stopped' | 'lost' | 'unconfirmed', release: boolean): Promise<void> {
     const hold = this.#hold!;
     this.#hold = undefined;
-    this.#o.log[reason === 'stopped' ? 'info' : 'warn']({ reason, token: hold.token }, 'lease given up: this node stops the work');
+    const level = reason !== 'stopped' ? 'warn' : this.#o.lease.scope === 'cluster' ? 'info' : 'debug';
+    this.#o.log[level]({ reason, token: hold.token }, 'lease given up: this node stops the work');
     try {
       await hold.stop();
     } catch (err) {

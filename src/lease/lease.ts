@@ -17,6 +17,11 @@ export interface Lease {
   readonly holder: string;
   readonly ttlMs: number;
   /**
+   * Who can compete for it: the nodes of one process (`process`: an embedded node always gets it, so taking
+   * it is not news) or every node of a cluster (`cluster`: which node runs the work is worth a log line).
+   */
+  readonly scope: 'process' | 'cluster';
+  /**
    * Takes the lease when nobody holds it and answers the new hold's token; when this holder holds it
    * already, extends it and answers the same token; otherwise answers undefined and changes nothing.
    */

@@ -44,6 +44,8 @@ export class MemoryLeaseTable {
 
 /** A lease in a MemoryLeaseTable (the reference implementation of Lease). */
 export class MemoryLease implements Lease {
+  readonly scope = 'process';
+
   constructor(
     private readonly table: MemoryLeaseTable,
     readonly name: string,

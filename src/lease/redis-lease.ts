@@ -41,6 +41,7 @@ return 1
  * id are the same holder (give every node its own id).
  */
 export class RedisLease implements Lease {
+  readonly scope = 'cluster';
   constructor(
     private readonly redis: RedisConnection,
     readonly name: string,

@@ -82,7 +82,7 @@ describe.each(backends)('Lease contract: $name', ({ pair }) => {
     const led: string[] = [];
     let overlap = false;
     let renewals = 0;
-    const counted: Lease = { name: a.name, holder: a.holder, ttlMs: a.ttlMs, acquire: () => a.acquire(), release: (t) => a.release(t), current: () => a.current(), renew: async (t) => (await a.renew(t)) && ++renewals > 0 };
+    const counted: Lease = { name: a.name, holder: a.holder, ttlMs: a.ttlMs, scope: a.scope, acquire: () => a.acquire(), release: (t) => a.release(t), current: () => a.current(), renew: async (t) => (await a.renew(t)) && ++renewals > 0 };
     const runner = (lease: Lease) =>
       new LeaderRunner({
         lease,
@@ -122,6 +122,7 @@ function controllable(lease: Lease) {
     name: lease.name,
     holder: lease.holder,
     ttlMs: lease.ttlMs,
+    scope: lease.scope,
     acquire: async () => {
       const token = await lease.acquire();
       if (token !== undefined) control.lastRenewedAt = performance.now();

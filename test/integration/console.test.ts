@@ -90,6 +90,8 @@ describe('the console of the service process', () => {
       const start = JSON.parse(await service.until((l) => l.includes('tabwire is listening'))) as Record<string, unknown>;
       expect(start).toMatchObject({ level: 30, demo: `http://127.0.0.1:${port}/`, docs: `http://127.0.0.1:${port}/docs` });
       expect(start.msg).toBe(`tabwire is listening: open http://127.0.0.1:${port}/ for the demo, http://127.0.0.1:${port}/docs for the API reference`);
+      // The start line is the first line: no Fastify "Server listening", no embedded node's lease lines before it.
+      expect(service.lines[0]).toContain('tabwire is listening');
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
       const access = JSON.parse(await service.until((l) => l.includes('/healthz'))) as { req: { method: string; url: string }; res: { statusCode: number } };
       expect(access).toMatchObject({ msg: 'request completed', req: { method: 'GET', url: '/healthz' }, res: { statusCode: 200 } });

@@ -62,6 +62,7 @@ async function node(id: string, prefix: string): Promise<Node> {
     name: lease.name,
     holder: lease.holder,
     ttlMs: lease.ttlMs,
+    scope: lease.scope,
     acquire: () => (attempts++, lease.acquire()),
     renew: (token) => lease.renew(token),
     release: (token) => lease.release(token),
