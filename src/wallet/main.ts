@@ -2,7 +2,7 @@
  * The web wallet (docs/wallet.md): a key made and kept in this browser, an agent account, an identity
  * applied for with that key, and the signing of QuickLogin requests opened from a QR code or a link.
  */
-import { Api } from './api.js';
+import { Api, ApiError } from './api.js';
 import { applicationText, type Application } from './challenge.js';
 import { clearAll, load, save } from './db.js';
 import { el, fileAsBase64, item, shown, text, time } from './dom.js';
@@ -97,12 +97,26 @@ function credentials(): { userName: string; password: string; apiKey: string } {
 
 async function signIn(create: boolean): Promise<void> {
   const { userName, password, apiKey } = credentials();
-  if (create) await api.createAccount(userName, password, apiKey);
+  if (create) await api.createAccount(userName, password, apiKey).catch((err: unknown) => refusedInvitation(err, apiKey));
   const token = await api.login(userName, password);
   state.session = { userName, jwt: token.jwt, expires: token.expires };
   await save('session', state.session);
   el<HTMLInputElement>('password').value = '';
   if (state.profile.identity) await refreshIdentity();
+}
+
+/**
+ * The service words a missing or wrong key as an operator's "API key (X-Api-Key)"; the person holding the
+ * wallet knows it as the invitation key of this form, so say it in those words and show the field.
+ */
+function refusedInvitation(err: unknown, apiKey: string): never {
+  if (!(err instanceof ApiError) || (err.code !== 'api_key_missing' && err.code !== 'api_key_invalid')) throw err;
+  el<HTMLDetailsElement>('invitation').open = true;
+  throw new Error(
+    apiKey === ''
+      ? 'This service creates accounts only with an invitation key from its operator: enter it under "Creating an account needs an invitation key?".'
+      : 'The service does not know this invitation key: check it with the operator who gave it to you.',
+  );
 }
 
 async function signOut(): Promise<void> {

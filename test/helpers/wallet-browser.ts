@@ -59,12 +59,12 @@ export class WalletBrowser {
 }
 
 /** A WalletBrowser started before the calling file's tests and closed after them. */
-export function useWalletBrowser(): WalletBrowser {
+export function useWalletBrowser(options: { openRegistration?: boolean } = {}): WalletBrowser {
   const rig = new WalletBrowser();
   beforeAll(async () => {
     // The wallet is served from dist/wallet/ and the operator approves with the built CLI: both must be current.
     assertFreshBuild();
-    rig.service = await startService({ openRegistration: true });
+    rig.service = await startService({ openRegistration: options.openRegistration ?? true });
     rig.browser = await launchChromium();
     // A phone-sized screen: everything below must work at 390 px.
     rig.context = await rig.browser.newContext({ viewport: { width: 390, height: 844 } });
