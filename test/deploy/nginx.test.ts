@@ -14,6 +14,7 @@ import { ConfigSchema } from '../../src/config/schema.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
+import { launchChromium } from '../helpers/browser.js';
 import { registered } from '../helpers/http.js';
 import { connected } from '../helpers/hub.js';
 import { startNginx, type NginxServer } from '../helpers/nginx.js';
@@ -257,6 +258,43 @@ describe('tabwire behind nginx (deploy/nginx/tabwire.conf)', () => {
       expect(other.status).toBe(200);
     } finally {
       await Promise.all([first.close(), second.close()]);
+    }
+  });
+
+  it('in Chromium through the proxy, development approval off: the demo shows a code, the approval page says how to approve (no dead buttons), the result reaches the demo', async () => {
+    // A public name, so development approval is off as on any real deployment (docs/signing.md).
+    const browser = await launchChromium({ resolveToLoopback: [NAME] });
+    try {
+      const context = await browser.newContext({ ignoreHTTPSErrors: true });
+      const errors: string[] = [];
+      const demo = await context.newPage();
+      demo.on('pageerror', (e) => errors.push(e.message));
+      await demo.goto(`${front}/`);
+      await demo.waitForSelector('#qr:not([hidden])');
+      const signUrl = (await demo.getAttribute('#same-device', 'href'))!;
+      expect(signUrl).toMatch(signUrlPattern());
+
+      // "Approve on this device" without a wallet opens the approval page: it names the ways that work.
+      const approval = await context.newPage();
+      approval.on('pageerror', (e) => errors.push(e.message));
+      await approval.goto(signUrl);
+      await approval.waitForSelector('#how', { state: 'visible' });
+      expect(await approval.isVisible('#approve')).toBe(false);
+      expect(await approval.isVisible('#reject')).toBe(false);
+      expect(await approval.textContent('#purpose')).toBe('Log in to the tabwire demo');
+      expect(await approval.textContent('#cli-command')).toBe(`tabwire sign '${signUrl}' --key FILE`);
+      await approval.click('#wallet-link');
+      await approval.waitForURL(`${front}/wallet/#sign=${encodeURIComponent(signUrl)}`);
+      await approval.waitForSelector('body[data-ready="1"]');
+
+      // The code on screen may have been replaced since: approve the one shown now, as a phone would.
+      const shown = (await demo.getAttribute('#same-device', 'href'))!;
+      await approve(shown);
+      await demo.waitForSelector('#result:not([hidden])');
+      expect(await demo.textContent('#result')).toContain('Lovelace');
+      expect(errors).toEqual([]);
+    } finally {
+      await browser.close();
     }
   });
 

@@ -22,8 +22,11 @@ const LAUNCH = {
 };
 
 /** Debian's Chromium (installed by scripts/test), headless, with the flags this closed network needs. */
-export async function launchChromium(): Promise<Browser> {
-  return chromium.launch(LAUNCH);
+export async function launchChromium(o: { resolveToLoopback?: string[] } = {}): Promise<Browser> {
+  if (!o.resolveToLoopback?.length) return chromium.launch(LAUNCH);
+  // More names that resolve to this machine (e.g. a proxy's public name); the rules flag is given once.
+  const names = [HOST_A, HOST_B, ...o.resolveToLoopback].map((name) => `MAP ${name} 127.0.0.1`).join(', ');
+  return chromium.launch({ ...LAUNCH, args: [...LAUNCH.args.filter((a) => !a.startsWith('--host-resolver-rules=')), `--host-resolver-rules=${names}`] });
 }
 
 /** The same Chromium as a process the test can kill (SIGKILL: no pagehide, no Unregister, no clean close). */
