@@ -13,6 +13,7 @@ import { serveWebSocket } from './channel/websocket.js';
 import { upgradesOnly, WebSocketUpgrade } from './channel/websocket-upgrade.js';
 import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
 import { eventsScriptRoutes } from './http/events-script-routes.js';
+import { Drain } from './health/drain.js';
 import { healthRoutes } from './http/health-routes.js';
 import { readinessProbes } from './health/readiness.js';
 import { registerHttpMetrics } from './http/http-metrics.js';
@@ -143,7 +144,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   // Before the routes: the OpenAPI generator collects them as they are declared (docs/openapi.md).
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl });
   const guard = bearerGuard(tokens, store.accounts);
-  await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp, redis: services.redis, probes: readinessProbes(services) });
+  await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp, redis: services.redis, probes: readinessProbes(services), drain: deps.drain ?? new Drain() });
   await app.register(eventsRoutes, {
     registry,
     hub,

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { buildApp } from './app.js';
+import { Drain } from './health/drain.js';
 import { ConfigError, loadConfig } from './config/load.js';
 import type { Config } from './config/schema.js';
 import { listenFailureMessage } from './console/listen-failure.js';
@@ -15,11 +16,28 @@ async function main(): Promise<void> {
   const config = loadConfig();
   // Readable lines for a person at a terminal, JSON lines for everything else (docs/configuration.md "Logs").
   const logStream = logStreamFor(chooseLogFormat(config.logFormat, process.stdout.isTTY === true));
-  const app = await buildApp(config, logStream ? { logStream } : {});
+  const drain = new Drain();
+  const app = await buildApp(config, { drain, ...(logStream ? { logStream } : {}) });
   let stopping = false;
-  const stop = (signal: string) => {
-    if (stopping) return;
+  let endDrain: (() => void) | undefined;
+  const stop = async (signal: string) => {
+    if (stopping) {
+      endDrain?.(); // a second signal (Ctrl-C twice) cuts the drain short
+      return;
+    }
     stopping = true;
+    if (config.shutdownDrainSeconds > 0) {
+      // Leave the load balancer first: /readyz says 503 while everything else is served as before.
+      drain.begin();
+      app.log.info({ signal, seconds: config.shutdownDrainSeconds }, 'draining: /readyz answers 503 until shutdown begins');
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, config.shutdownDrainSeconds * 1000);
+        endDrain = () => {
+          clearTimeout(timer);
+          resolve();
+        };
+      });
+    }
     app.log.info({ signal }, 'shutting down');
     // The app cuts connections at shutdownTimeoutSeconds; this is the last resort if closing the rest
     // (callback attempts in flight, the XMPP link, the store) hangs.
@@ -35,8 +53,8 @@ async function main(): Promise<void> {
       },
     );
   };
-  process.on('SIGINT', () => stop('SIGINT'));
-  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+  process.on('SIGTERM', () => void stop('SIGTERM'));
   try {
     // Fastify logs one line per address it listens on; the first is the start line, so it is the first
     // line a person reads (docs/configuration.md "Logs").

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { DestinationStream, Logger } from 'pino';
+import type { Drain } from './health/drain.js';
 import type { Accounts } from './agent/accounts.js';
 import type { HandlerRegistry } from './agent/handlers.js';
 import type { Limits } from './cluster/factories.js';
@@ -45,6 +46,8 @@ export interface Deps {
   resolve?: Resolver;
   /** Where the log goes (default: stdout); tests capture it. */
   logStream?: DestinationStream;
+  /** Set by the process when it is asked to stop (main.ts); /readyz then answers 503. */
+  drain?: Drain;
 }
 
 /** The domain services of one node, reachable from HTTP plugins, tests and the CLI. */

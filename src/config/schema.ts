@@ -150,6 +150,8 @@ export const ConfigSchema = Type.Object(
     headersTimeoutSeconds: Type.Integer({ default: 15, minimum: 1, maximum: 3600 }),
     /** Shutdown waits this long for requests in progress, then cuts the remaining connections. */
     shutdownTimeoutSeconds: Type.Integer({ default: 10, minimum: 1, maximum: 600 }),
+    /** On SIGTERM/SIGINT, /readyz answers 503 for this long before the node stops taking work (0: at once). */
+    shutdownDrainSeconds: Type.Integer({ default: 0, minimum: 0, maximum: 300 }),
     logLevel: Type.Union(
       ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)),
       { default: 'info' },

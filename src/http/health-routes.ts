@@ -13,6 +13,8 @@ export interface HealthRoutesOptions {
   redis: { readonly ready: boolean } | undefined;
   /** Timed probes (timed-probe.ts): Redis in a cluster, and the store; a server that does not answer in time is down. */
   probes: { redis: Probe | undefined; store: Probe };
+  /** Whether the node is draining before it stops (health/drain.ts). */
+  drain: { readonly draining: boolean };
 }
 
 /** Whether a server answered its latest readiness probe in time. */
@@ -39,7 +41,7 @@ const readyzSchema = {
       }),
       'Ready',
     ),
-    ...problems('shared_state_unavailable', 'store_unavailable'),
+    ...problems('shared_state_unavailable', 'store_unavailable', 'shutting_down'),
   },
 };
 const metricsSchema = {
@@ -57,6 +59,7 @@ const metricsSchema = {
 export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions): Promise<void> {
   app.get('/healthz', { schema: healthzSchema }, async () => ({ status: 'ok' }));
   app.get('/readyz', { schema: readyzSchema }, async () => {
+    if (o.drain.draining) throw new TabwireError('shutting_down', 'This node is stopping; send requests to another node', { retryAfter: 1 });
     if (o.redis && !o.redis.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach Redis', { retryAfter: 1 });
     // Both asked at once: a stalled server costs one deadline, not two.
     const [redisUp, storeUp] = await Promise.all([o.probes.redis?.up() ?? true, o.probes.store.up()]);
