@@ -4,7 +4,7 @@ import type { Broker, BrokerBounds } from '../../src/broker/broker.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import { RedisBroker } from '../../src/broker/redis-broker.js';
 import type { DeliveryFallback } from '../../src/bus/bus.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
 
 /**

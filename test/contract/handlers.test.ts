@@ -1,13 +1,13 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { HandlerRegistry } from '../../src/agent/handlers.js';
-import type { InboundMessage } from '../../src/agent/message.js';
+import type { InboundMessage } from '../../src/protocol/xmpp-message.js';
 import { MemoryHandlerRegistry } from '../../src/agent/memory-handlers.js';
 import { RedisHandlerRegistry } from '../../src/agent/redis-handlers.js';
 import { MessageRouter } from '../../src/agent/router.js';
 import { specificity } from '../../src/agent/selector.js';
 import { systemClock } from '../../src/clock.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import type { Account, AccountStore, MessageStore } from '../../src/store/stores.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { testConnection, testPrefix } from '../helpers/redis.js';
