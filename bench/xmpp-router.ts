@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { MemoryHandlerRegistry } from '../src/agent/memory-handlers.js';
 import { specificity, type Selector } from '../src/agent/selector.js';
-import type { InboundMessage } from '../src/agent/message.js';
+import type { InboundMessage } from '../src/protocol/xmpp-message.js';
 import { MessageRouter } from '../src/agent/router.js';
 import { MemoryBus } from '../src/bus/memory-bus.js';
 import { systemClock } from '../src/clock.js';

@@ -1,3 +1,5 @@
+import type { ClientProblemCode } from './protocol/problem-codes.js';
+
 /**
  * The one error catalogue (docs/errors.md). Every refusal the service makes has a stable
  * `code` here, an HTTP status, and a title; HTTP answers are RFC 9457 problem+json built from it.
@@ -69,7 +71,7 @@ export const errorCatalogue = {
   shutting_down: { status: 503, title: 'The service is shutting down' },
   mailbox_full: { status: 507, title: 'The recipient\'s message store is full' },
   identity_limit_reached: { status: 507, title: 'The account holds as many identities as it may' },
-} as const satisfies Record<string, { status: number; title: string }>;
+} as const satisfies Record<string, { status: number; title: string }> & Record<ClientProblemCode, unknown>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
 
@@ -105,27 +107,4 @@ export function sharedStateUnavailable(cause: unknown): TabwireError {
   return Object.assign(new TabwireError('shared_state_unavailable', undefined, { retryAfter: 1 }), { cause });
 }
 
-/**
- * WebSocket close codes (RFC 6455 §7.4.2 leaves 4000-4999 to applications). The close reason
- * carries the catalogue code so a client can tell them apart.
- */
-export const closeCodes = {
-  /** A frame that is not JSON, or not one of Register / Ping / Unregister. */
-  frameInvalid: 4400,
-  /** Register of a tab bound to another session. */
-  tabSessionMismatch: 4403,
-  /** No frame within pingTimeoutSeconds. */
-  pingTimeout: 4408,
-  /** Register of one tab too many for the session (config `tabsPerSession`). */
-  tabLimitReached: 4429,
-  /** The same tab connected again; the older connection is closed. */
-  replaced: 4409,
-  /**
-   * The store or the shared state stayed unreachable while a Register waited for it (the reason is the
-   * outage's catalogue code). IANA's registry of close codes (RFC 6455 §11.7) names 1013 "Try Again
-   * Later": the client reconnects after a pause, with the same tab.
-   */
-  tryAgainLater: 1013,
-  /** The service is shutting down. */
-  goingAway: 1001,
-} as const;
+// WebSocket close codes are wire facts the browser script reads too: protocol/close-codes.ts.

@@ -33,7 +33,7 @@ import type { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { refreshTabBindings } from '../../src/hub/binding-refresh.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import { settleHeap } from '../lib/channel-heap.js';
 import { tabIdOf } from '../lib/channel-ids.js';
 import { serveAsChild } from './protocol.js';

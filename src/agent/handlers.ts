@@ -1,5 +1,5 @@
-import type { TabAddress } from '../hub/address.js';
-import type { InboundMessage } from './message.js';
+import type { TabAddress } from '../protocol/address.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
 import type { Selector } from './selector.js';
 
 export { specificity, type Selector } from './selector.js';
@@ -49,5 +49,3 @@ export interface HandlerRegistry {
    */
   touchTabs(addresses: readonly TabAddress[]): Promise<void>;
 }
-
-export { MemoryHandlerRegistry } from './memory-handlers.js';

@@ -1,6 +1,6 @@
-import { addressKey, type TabAddress } from '../hub/address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { HandlerRegistration, HandlerRegistry, IsLive, RegisterOutcome } from './handlers.js';
-import type { InboundMessage } from './message.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
 import { candidateKeys, selectorKey, type Selector } from './selector.js';
 
 /**

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { TabwireError } from '../errors.js';
 import type { MessageStore } from '../store/stores.js';
-import type { InboundMessage, OutboundChild, OutboundMessage } from './message.js';
+import type { InboundMessage, OutboundChild, OutboundMessage } from '../protocol/xmpp-message.js';
 import { splitJid, type MessageRouter } from './router.js';
 
 /**

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import { TabwireError } from '../errors.js';
-import { addressKey, type TabAddress } from '../hub/address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
 import type { HandlerRegistration, HandlerRegistry, IsLive, RegisterOutcome } from './handlers.js';
-import type { InboundMessage } from './message.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
 import { candidateKeys, selectorKey, type Selector } from './selector.js';
 
 /** The field of a tab's hash that names the account whose handlers it carries. */
@@ -166,7 +166,7 @@ export class RedisHandlerRegistry implements HandlerRegistry {
   }
 }
 
-/** The inverse of hub/address.ts `addressKey`; tab ids never contain ':'. */
+/** The inverse of protocol/address.ts `addressKey`; tab ids never contain ':'. */
 function parseAddressKey(member: string): TabAddress {
   const colon = member.lastIndexOf(':');
   return { session: member.slice(0, colon), tabId: member.slice(colon + 1) };

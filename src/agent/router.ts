@@ -4,7 +4,7 @@ import type { DeliveryFallback } from '../bus/bus.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Account, AccountStore, MessageStore } from '../store/stores.js';
 import type { HandlerRegistration, HandlerRegistry, IsLive } from './handlers.js';
-import type { InboundMessage } from './message.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
 
 const ACCOUNT_CACHE_MS = 2_000;
 const ACCOUNT_CACHE_SIZE = 10_000;

@@ -1,4 +1,4 @@
-import type { InboundMessage } from './message.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
 
 /** What a handler listens for; a null field matches anything (docs/xmpp.md). */
 export interface Selector {

@@ -18,5 +18,3 @@ export interface LoginThrottle {
   /** Forgets every attempt of `key` (a correct password). */
   reset(key: string): Promise<void>;
 }
-
-export { MemoryLoginThrottle } from './memory-throttle.js';

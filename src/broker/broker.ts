@@ -1,5 +1,5 @@
 import type { DeliveryFallback } from '../bus/bus.js';
-import type { TabAddress } from '../hub/address.js';
+import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 
 /**

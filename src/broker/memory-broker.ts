@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DeliveryFallback } from '../bus/bus.js';
-import { addressKey, type TabAddress } from '../hub/address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { DeliveryFallback } from '../bus/bus.js';
-import type { TabAddress } from '../hub/address.js';
+import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 import { encodeBusMessage } from '../bus/redis-bus.js';

@@ -1,3 +1,4 @@
+import { problemCodes } from '../protocol/problem-codes.js';
 import type { FetchLike, Timers } from './platform.js';
 import type { Transport, TransportEnd, TransportLink } from './transport.js';
 
@@ -12,10 +13,6 @@ export interface LongPollDeps {
   timers: Timers;
   timeoutMs?: number;
 }
-
-/** Catalogue codes (src/errors.ts) that change what the client does next. */
-const TAB_NOT_REGISTERED = 'tab_not_registered';
-const TAB_SESSION_MISMATCH = 'tab_session_mismatch';
 
 /** A problem+json body (RFC 9457 with the catalogue's `code`), if the text is one. */
 function problemOf(text: string): Record<string, unknown> | undefined {
@@ -73,8 +70,8 @@ export function startPoll(link: TransportLink, deps: LongPollDeps): Transport {
     if (done) return; // stopped while the body was read: its frames are not for this page any more
     if (status === 200) return finish(link.batch(text) ? { kind: 'polled' } : { kind: 'lost', opened: true });
     const code = problemCode(text);
-    if (status === 404 && code === TAB_NOT_REGISTERED) return finish({ kind: 'tab-forgotten' });
-    if (status === 403 && code === TAB_SESSION_MISMATCH) return finish({ kind: 'tab-rejected' });
+    if (status === 404 && code === problemCodes.tabNotRegistered) return finish({ kind: 'tab-forgotten' });
+    if (status === 403 && code === problemCodes.tabSessionMismatch) return finish({ kind: 'tab-rejected' });
     // An outage of the service's store or Redis (docs/events.md "Outages"): retry later with the same tab.
     if (status === 503) return finish({ kind: 'unavailable', retryAfterMs: retryAfterMs(text) });
     finish({ kind: 'lost', opened: true });

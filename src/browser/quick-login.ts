@@ -1,4 +1,5 @@
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
+import { problemCodes } from '../protocol/problem-codes.js';
 import type { EventHandler } from './dispatcher.js';
 import type { Logger, Timers } from './platform.js';
 
@@ -128,7 +129,7 @@ function problemOf(body: unknown): { code?: string; detail?: string } {
 
 /** An answer that will not change on retry: a client error other than "not yet registered" and "too many". */
 const permanent = (status: number, code: string | undefined): boolean =>
-  status >= 400 && status < 500 && status !== 429 && code !== 'tab_not_registered';
+  status >= 400 && status < 500 && status !== 429 && code !== problemCodes.tabNotRegistered;
 
 /** A `src` (or data: URL) for an `<img>`, undefined in `text` mode. */
 export function qrImageSource(code: QrCode): string | undefined {
@@ -223,7 +224,7 @@ export function startQuickLogin(events: QuickLoginEvents, options: QuickLoginOpt
       return;
     }
     const { code, detail } = problemOf(answer);
-    if (code === 'tab_not_registered') return schedule(UNREGISTERED_RETRY_MS);
+    if (code === problemCodes.tabNotRegistered) return schedule(UNREGISTERED_RETRY_MS);
     const retrying = !permanent(status, code);
     // RFC 9110 §10.2.3: Retry-After in seconds (the service sends seconds); never sooner than the refresh.
     const seconds = Number(retryAfter);

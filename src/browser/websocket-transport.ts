@@ -1,17 +1,7 @@
+import { closeCodes } from '../protocol/close-codes.js';
 import { EVENTS_SUBPROTOCOL, type ClientFrame, type RegisterFrame } from '../protocol/frames.js';
 import { SOCKET_OPEN, type SocketFactory, type SocketLike, type Timers } from './platform.js';
 import type { Transport, TransportEnd, TransportLink } from './transport.js';
-
-/**
- * Close codes the service uses (src/errors.ts `closeCodes`, docs/events.md "Close codes").
- * Copied because browser code may import only protocol/; keep the two in step.
- */
-export const SERVER_CLOSE = {
-  tabSessionMismatch: 4403,
-  replaced: 4409,
-  /** IANA's "Try Again Later": the service's store or shared state is unreachable (docs/events.md "Outages"). */
-  tryAgainLater: 1013,
-} as const;
 
 /** After a 1013 close: the service answers its HTTP outages with `Retry-After: 1`. */
 export const TRY_AGAIN_LATER_MS = 1_000;
@@ -31,11 +21,12 @@ export interface WebSocketTransportDeps {
 /** What the client does after a close with this code. */
 export function endForClose(code: number, opened: boolean): TransportEnd {
   switch (code) {
-    case SERVER_CLOSE.tabSessionMismatch:
+    case closeCodes.tabSessionMismatch:
       return { kind: 'tab-rejected' };
-    case SERVER_CLOSE.replaced:
+    case closeCodes.replaced:
       return { kind: 'replaced' };
-    case SERVER_CLOSE.tryAgainLater:
+    // IANA's "Try Again Later": the service's store or shared state is unreachable (docs/events.md "Outages").
+    case closeCodes.tryAgainLater:
       return { kind: 'unavailable', retryAfterMs: TRY_AGAIN_LATER_MS };
     default:
       return { kind: 'lost', opened };

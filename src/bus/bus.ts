@@ -1,5 +1,5 @@
-import type { OutboundMessage } from '../agent/message.js';
-import type { TabAddress } from '../hub/address.js';
+import type { OutboundMessage } from '../protocol/xmpp-message.js';
+import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame } from '../protocol/frames.js';
 import type { StoredMessage } from '../store/stores.js';
 

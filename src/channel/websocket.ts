@@ -1,8 +1,9 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { closeCodes, isOutage } from '../errors.js';
-import type { TabAddress } from '../hub/address.js';
+import { isOutage } from '../errors.js';
+import { closeCodes } from '../protocol/close-codes.js';
+import type { TabAddress } from '../protocol/address.js';
 import type { TabConnection } from '../hub/connection.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';

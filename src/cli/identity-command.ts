@@ -1,7 +1,8 @@
 import { systemClock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { createIdentity } from '../identity/create.js';
-import { canTransition, type Identity, type IdentityState } from '../identity/identity.js';
+import { canTransition } from '../identity/identity.js';
+import type { Identity, IdentityState } from '../store/stores.js';
 import { reserveKeyFile } from '../identity/key-file.js';
 import { openOperatorStore } from './operator-store.js';
 import { listOutput } from './list-output.js';

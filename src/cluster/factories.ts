@@ -5,7 +5,7 @@
 import type { FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
 import type { Logger } from 'pino';
 import type { HandlerRegistry } from '../agent/handlers.js';
-import type { InboundMessage } from '../agent/message.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
 import { MemoryHandlerRegistry } from '../agent/memory-handlers.js';
 import { MemoryLoginThrottle } from '../agent/memory-throttle.js';
 import { RedisHandlerRegistry } from '../agent/redis-handlers.js';

@@ -1,5 +1,5 @@
 import { Type, type TSchema } from '@sinclair/typebox';
-import { closeCodes } from '../errors.js';
+import { closeCodes } from '../protocol/close-codes.js';
 import { EventTypes } from '../protocol/events.js';
 import { EVENTS_SUBPROTOCOL, TAB_ID_PATTERN } from '../protocol/frames.js';
 

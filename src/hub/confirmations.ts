@@ -1,8 +1,8 @@
 import type { Logger } from 'pino';
 import type { Broker } from '../broker/broker.js';
 import type { DeliveryFallback } from '../bus/bus.js';
-import { closeCodes } from '../errors.js';
-import { addressKey, type TabAddress } from './address.js';
+import { closeCodes } from '../protocol/close-codes.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';
 
 /** "Everything written to the tab so far" for `Broker.confirm` (the broker caps it at its sent mark). */

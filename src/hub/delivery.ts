@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabEvent } from '../protocol/frames.js';
-import type { TabAddress } from './address.js';
+import type { TabAddress } from '../protocol/address.js';
 
 /**
  * The one way domain code reaches a browser (docs/events.md): an event for a tab of a session. It

@@ -3,7 +3,7 @@ import type { Broker } from '../broker/broker.js';
 import type { Bus, DeliveryFallback } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import type { TabEvent } from '../protocol/frames.js';
-import type { TabAddress } from './address.js';
+import type { TabAddress } from '../protocol/address.js';
 
 /** Why an event left a stream unsent and without a fallback (metrics label). */
 export type DropReason = 'overflow' | 'expired' | 'unreachable';

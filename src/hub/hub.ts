@@ -1,7 +1,7 @@
 import type { BusMessage, DeliveryFallback } from '../bus/bus.js';
-import { closeCodes } from '../errors.js';
+import { closeCodes } from '../protocol/close-codes.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import type { TabAddress } from './address.js';
+import type { TabAddress } from '../protocol/address.js';
 import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } from './presence-keeper.js';
 import { PublishRetry } from './publish-retry.js';
 import { ReloadResume } from './reload-resume.js';

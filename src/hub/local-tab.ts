@@ -1,4 +1,4 @@
-import type { TabAddress } from './address.js';
+import type { TabAddress } from '../protocol/address.js';
 import type { ConnectionCursors } from './connection-cursors.js';
 import type { TabConnection } from './connection.js';
 

@@ -1,4 +1,4 @@
-import { addressKey, type TabAddress } from './address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import { ConnectionCursors } from './connection-cursors.js';
 import type { LocalTab } from './local-tab.js';
 

@@ -1,5 +1,5 @@
 import type { Broker } from '../broker/broker.js';
-import type { TabAddress } from './address.js';
+import type { TabAddress } from '../protocol/address.js';
 
 /** Each held tab is held again within this time by default (well inside the broker's keepAliveMs). */
 export const DEFAULT_ROLL_MS = 150_000;

@@ -1,5 +1,5 @@
 import type { TabEvent } from '../protocol/frames.js';
-import { addressKey, type TabAddress } from './address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 
 interface Held {
   to: TabAddress;

@@ -1,7 +1,7 @@
 import type { Clock } from '../clock.js';
 import { sharedStateUnavailable, TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
-import { addressKey, type TabAddress } from './address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';
 import { resultPublishKey } from './delivery.js';
 import { FirstVisitTickets } from './first-visit.js';

@@ -1,4 +1,4 @@
-import { addressKey, type TabAddress } from './address.js';
+import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';
 
 /**

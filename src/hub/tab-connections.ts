@@ -1,4 +1,4 @@
-import { closeCodes } from '../errors.js';
+import { closeCodes } from '../protocol/close-codes.js';
 import type { TabConnection } from './connection.js';
 import { hasOpen, prune, type LocalTab } from './local-tab.js';
 

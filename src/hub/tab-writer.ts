@@ -3,7 +3,7 @@ import { NONE_AWAITING, type Broker, type StreamRead } from '../broker/broker.js
 import type { DeliveryFallback } from '../bus/bus.js';
 import { EventTypes } from '../protocol/events.js';
 import type { EventFrame } from '../protocol/frames.js';
-import type { TabAddress } from './address.js';
+import type { TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';
 import { prune, type LocalTab } from './local-tab.js';
 

@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
-import type { Store } from '../store/stores.js';
+import type { Identity, Store } from '../store/stores.js';
 import { applicationMessage, type IdentityApplication } from './application.js';
 import { PROPERTY_NAME } from './create.js';
-import type { Identity } from './identity.js';
 import { publicKeyProblem, verifyEd25519 } from './keys.js';
 
 const DAY_MS = 86_400_000;

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Clock } from '../clock.js';
-import type { IdentityStore } from '../store/stores.js';
-import type { Identity } from './identity.js';
+import type { Identity, IdentityStore } from '../store/stores.js';
 import { generateEd25519 } from './keys.js';
 
 const DAY_MS = 86_400_000;

@@ -1,5 +1,5 @@
 import { TabwireError } from '../errors.js';
-import type { IdentityState } from './identity.js';
+import type { IdentityState } from '../store/stores.js';
 
 export interface IdentityQuotaOptions {
   /** Identities of an account in the store that count against the limit (see LIVE_STATES). */

@@ -1,4 +1,4 @@
-import type { Identity } from './identity.js';
+import type { Identity } from '../store/stores.js';
 
 const seconds = (ms: number): number => Math.floor(ms / 1000);
 

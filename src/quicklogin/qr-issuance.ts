@@ -6,7 +6,7 @@ import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
 import { QrAnswers, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
 import { QrStock } from './qr-stock.js';
-import type { QuickLoginOptions } from './quicklogin.js';
+import type { QuickLoginOptions } from './quicklogin-options.js';
 
 /** A QR request (docs/signing.md), already schema-validated. */
 export interface QrRequest {

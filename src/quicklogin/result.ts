@@ -1,4 +1,4 @@
-import type { Identity } from '../identity/identity.js';
+import type { Identity } from '../store/stores.js';
 import { identityView } from '../identity/view.js';
 import type { QuickLoginResult } from '../protocol/events.js';
 

@@ -1,10 +1,11 @@
-import type { Identity, IdentityState } from '../identity/identity.js';
 import type { CodeStore } from './code-store.js';
 import type { CallbackStore } from './callback-store.js';
+import type { IdentityStore } from './identity-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
 export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnannouncedResult } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
+export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
 
 /** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
 export type BindOutcome = 'created' | 'bound' | 'conflict';
@@ -27,25 +28,6 @@ export interface TabStore {
   refresh(tabIds: readonly string[], now: number): Promise<void>;
   /** Deletes bindings no live connection has refreshed since `before` (left by a stopped process); returns how many. */
   purgeUnseen(before: number): Promise<number>;
-}
-
-export interface IdentityStore {
-  insert(identity: Identity): Promise<void>;
-  get(id: string): Promise<Identity | undefined>;
-  /** All identities, or an account's own, oldest first. */
-  list(accountId?: string): Promise<Identity[]>;
-  /** Up to `limit` of an account's identities, oldest first, after `after` (exclusive) when given. */
-  page(accountId: string, limit: number, after?: IdentityCursor): Promise<Identity[]>;
-  /** How many identities of an account are in one of `states`. */
-  countFor(accountId: string, states: readonly IdentityState[]): Promise<number>;
-  /** Sets the state only if it is still `from`; returns whether it changed. */
-  transition(id: string, from: IdentityState, to: IdentityState, now: number): Promise<boolean>;
-}
-
-/** A position in an account's identity list: the (created, id) of the last identity seen. */
-export interface IdentityCursor {
-  created: number;
-  id: string;
 }
 
 export interface ServerKey {

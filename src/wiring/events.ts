@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
-import type { TabAddress } from '../hub/address.js';
+import type { TabAddress } from '../protocol/address.js';
 import { refreshTabBindings, tabBindingRefreshMs } from '../hub/binding-refresh.js';
 import { Hub } from '../hub/hub.js';
 import { TabRegistry } from '../hub/registry.js';

@@ -1,7 +1,7 @@
 import { component, type Component } from '@xmpp/component';
 import type xml from '@xmpp/xml';
 import type { Logger } from 'pino';
-import type { InboundMessage, OutboundMessage } from '../agent/message.js';
+import type { InboundMessage, OutboundMessage } from '../protocol/xmpp-message.js';
 import { XmppOfflineError } from '../agent/messaging.js';
 import { buildBounce, buildMessageStanza, parseMessageStanza, type BounceCondition } from './stanza.js';
 

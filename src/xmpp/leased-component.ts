@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { InboundMessage, OutboundMessage } from '../agent/message.js';
+import type { InboundMessage, OutboundMessage } from '../protocol/xmpp-message.js';
 import { XmppOfflineError, type XmppLink } from '../agent/messaging.js';
 import type { Bus, BusMessage, XmppSendAnswer } from '../bus/bus.js';
 import { LeaderRunner } from '../lease/leader.js';

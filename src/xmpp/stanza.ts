@@ -1,5 +1,5 @@
 import xml from '@xmpp/xml';
-import type { InboundElement, InboundMessage, OutboundMessage } from '../agent/message.js';
+import type { InboundElement, InboundMessage, OutboundMessage } from '../protocol/xmpp-message.js';
 import { assertXmlText, parseXmlElement } from './xml-payload.js';
 
 /** The namespace reported for children in the stream's default namespace (`<body/>` and friends). */
@@ -17,7 +17,7 @@ const MESSAGE_TYPES = new Set(['chat', 'error', 'groupchat', 'headline', 'normal
 const MESSAGE_FIELDS = new Set(['body', 'subject', 'thread']);
 
 /**
- * Turns a received `<message>` into the router's InboundMessage, as documented in agent/message.ts.
+ * Turns a received `<message>` into the router's InboundMessage, as documented in protocol/xmpp-message.ts.
  * Undefined for other stanzas, for type='error' (RFC 6120 §8.3.1: never answer an error) and without from/to.
  */
 export function parseMessageStanza(stanza: xml.Element): InboundMessage | undefined {

@@ -4,8 +4,9 @@ import type { Broker, BrokerBounds } from '../../src/broker/broker.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import { RedisBroker } from '../../src/broker/redis-broker.js';
 import type { DeliveryFallback } from '../../src/bus/bus.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import { startRedis, type RedisServer } from '../helpers/redis.js';
+import { stateBackends, type Node } from '../helpers/state-backends.js';
 
 /**
  * One contract, two brokers (docs/events.md "Event streams"): the memory broker of one node and the
@@ -18,17 +19,8 @@ const B: TabAddress = { tabId: 'tab-00001', session: 'b'.repeat(64) };
 const fb = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
 const ev = (n: number) => ({ type: 'E', data: { n } });
 
-interface Backend {
-  name: string;
-  /** A broker over the same shared state as the other brokers of this backend (another node). */
-  make(): Broker;
-  /** Loses every stream, as a restarted broker does. */
-  lose(): Promise<void>;
-}
-
 let redis: RedisServer;
 const connections: Redis[] = [];
-let memory: MemoryBroker;
 
 beforeAll(async () => {
   redis = await startRedis();
@@ -38,34 +30,25 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-const backends: Backend[] = [
-  {
-    name: 'memory',
-    make: () => memory,
-    lose: async () => {
-      memory = new MemoryBroker(bounds);
-    },
+const backends = stateBackends<Broker, BrokerBounds>('broker', {
+  memory: (options) => {
+    const broker = new MemoryBroker(options);
+    return () => broker;
   },
-  {
-    name: 'redis',
-    make: () => {
-      const connection = new Redis(redis.url, { lazyConnect: false });
-      connections.push(connection);
-      return new RedisBroker(connection, bounds, { prefix: 'test:' });
-    },
-    lose: async () => {
-      const c = new Redis(redis.url);
-      await c.flushall();
-      c.disconnect();
-    },
-  },
-];
+  redis: (connection, _nodeId, options) => new RedisBroker(connection.client, options, { prefix: connection.prefix }),
+});
 
 describe.each(backends)('broker contract: $name', (backend) => {
+  /** The brokers of the nodes of the current cluster: each call is another node over the same streams. */
+  let make: Node<Broker>;
+  /** Loses every stream, as a restarted broker does: what comes next is a fresh cluster. */
+  const lose = () => {
+    make = backend.cluster(bounds);
+  };
   let broker: Broker;
-  beforeEach(async () => {
-    await backend.lose();
-    broker = backend.make();
+  beforeEach(() => {
+    lose();
+    broker = make('node-1');
   });
 
   it('numbers a new stream from its epoch (creation ms × 1000) and reads after the sent mark', async () => {
@@ -107,8 +90,8 @@ describe.each(backends)('broker contract: $name', (backend) => {
     const after = await broker.publish(A, ev(1), T0, undefined, 'old');
     expect(after.duplicate).toBeFalsy();
     expect(after.frame?.id).toBe(T0 * 1000 + 5);
-    await backend.lose();
-    broker = backend.make();
+    lose();
+    broker = make('node-1');
     const fresh = await broker.publish(A, ev(1), T0 + 100, undefined, 'old');
     expect(fresh.duplicate).toBeFalsy();
     expect(fresh.frame?.id).toBe((T0 + 100) * 1000 + 1);
@@ -234,7 +217,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
   });
 
   it('the last node to drop a tab gets its unsent fallbacks; while another holds it, nothing is handed back', async () => {
-    const other = backend.make();
+    const other = make('node-2');
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
     await other.hold(A, 'node-2', T0 + 1e9, T0);
     await broker.publish(A, ev(1), T0, fb(1));
@@ -272,17 +255,17 @@ describe.each(backends)('broker contract: $name', (backend) => {
   it('the heartbeat tells the broker generation, which changes when the broker lost its state', async () => {
     const first = await broker.heartbeat('node-1', T0);
     expect(await broker.heartbeat('node-1', T0 + 10_000)).toBe(first);
-    expect(await backend.make().heartbeat('node-2', T0 + 10_000)).toBe(first);
-    await backend.lose();
-    broker = backend.make();
+    expect(await make('node-2').heartbeat('node-2', T0 + 10_000)).toBe(first);
+    lose();
+    broker = make('node-1');
     expect(await broker.heartbeat('node-1', T0 + 20_000)).not.toBe(first);
   });
 
   it('a lost stream is made again with a higher epoch: a client resuming from the old one is told, a refresh reports it', async () => {
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
     const old = (await broker.publish(A, ev(1), T0)).frame!;
-    await backend.lose();
-    broker = backend.make();
+    lose();
+    broker = make('node-1');
     expect(await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 5)).toEqual([A]);
     const next = (await broker.publish(A, ev(2), T0 + 6)).frame!;
     expect(next.id).toBeGreaterThan(old.id);

@@ -1,10 +1,11 @@
 import { pino } from 'pino';
-import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Bus, BusMessage } from '../../src/bus/bus.js';
 import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { RedisBus } from '../../src/bus/redis-bus.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { startRedis, testConnection, testPrefix, type RedisServer } from '../helpers/redis.js';
+import { stateBackends, twoNodes } from '../helpers/state-backends.js';
 import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
@@ -30,26 +31,26 @@ async function redisCluster(url: string): Promise<Cluster> {
   };
 }
 
-const backends: { name: string; make: () => Promise<Cluster> }[] = [
-  {
-    name: 'memory',
-    make: async () => {
-      const bus = new MemoryBus(silent);
-      return { a: bus, b: bus, close: () => bus.close() };
-    },
+const backends = stateBackends<Promise<Bus>>('bus', {
+  memory: () => {
+    const bus = new MemoryBus(silent);
+    return async () => bus;
   },
-  { name: 'redis', make: () => redisCluster(inject('redisUrl')) },
-];
+  redis: (redis) => RedisBus.open(redis, silent),
+});
 
 const deliver = (n: number, tabId = 'tab-1'): BusMessage => ({ kind: 'event', to: { tabId, session: 's' }, frame: { type: 'T', data: n, id: n } });
 const numberOf = (m: BusMessage): number => (m.kind === 'event' ? (m.frame.data as number) : -1);
 
-describe.each(backends)('Bus contract: $name', ({ make }) => {
-  let cluster: Cluster;
+describe.each(backends)('Bus contract: $name', (backend) => {
+  let cluster: Omit<Cluster, 'close'>;
   beforeAll(async () => {
-    cluster = await make();
+    const nodes = twoNodes(backend, undefined);
+    const [a, b] = await Promise.all([nodes.a, nodes.b]);
+    cluster = { a, b };
   });
-  afterAll(async () => cluster.close());
+  // One bus when both nodes are one process (memory).
+  afterAll(async () => Promise.all([...new Set([cluster.a, cluster.b])].map((bus) => bus.close())));
 
   it('a message published on one node reaches the subscribers of every node, the publisher\'s own included', async () => {
     const onA: BusMessage[] = [];

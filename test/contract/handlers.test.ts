@@ -1,16 +1,17 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { HandlerRegistry } from '../../src/agent/handlers.js';
-import type { InboundMessage } from '../../src/agent/message.js';
+import type { InboundMessage } from '../../src/protocol/xmpp-message.js';
 import { MemoryHandlerRegistry } from '../../src/agent/memory-handlers.js';
 import { RedisHandlerRegistry } from '../../src/agent/redis-handlers.js';
 import { MessageRouter } from '../../src/agent/router.js';
 import { specificity } from '../../src/agent/selector.js';
 import { systemClock } from '../../src/clock.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import type { Account, AccountStore, MessageStore } from '../../src/store/stores.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { testConnection, testPrefix } from '../helpers/redis.js';
+import { stateBackends, twoNodes } from '../helpers/state-backends.js';
 import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
@@ -35,11 +36,6 @@ interface Nodes {
   b: HandlerRegistry;
 }
 
-interface Backend {
-  name: string;
-  nodes(maxPerTab?: number): Nodes;
-}
-
 const connections: RedisConnection[] = [];
 const redisNodes = (maxPerTab = Number.MAX_SAFE_INTEGER, ttlMs = 60_000): Nodes & { redis: RedisConnection } => {
   const prefix = testPrefix('handlers');
@@ -49,16 +45,13 @@ const redisNodes = (maxPerTab = Number.MAX_SAFE_INTEGER, ttlMs = 60_000): Nodes 
   return { a: make(ra), b: make(rb), redis: ra };
 };
 
-const backends: Backend[] = [
-  {
-    name: 'memory',
-    nodes: (maxPerTab) => {
-      const registry = new MemoryHandlerRegistry(maxPerTab);
-      return { a: registry, b: registry };
-    },
+const backends = stateBackends<HandlerRegistry, number | undefined>('handlers', {
+  memory: (maxPerTab) => {
+    const registry = new MemoryHandlerRegistry(maxPerTab);
+    return () => registry;
   },
-  { name: 'redis', nodes: (maxPerTab) => redisNodes(maxPerTab) },
-];
+  redis: (redis, _nodeId, maxPerTab = Number.MAX_SAFE_INTEGER) => new RedisHandlerRegistry({ redis, maxPerTab, ttlMs: 60_000, log: silent }),
+});
 
 afterAll(async () => {
   await Promise.all(connections.map((c) => c.close()));
@@ -73,7 +66,10 @@ describe('event handler precedence', () => {
   });
 });
 
-describe.each(backends)('HandlerRegistry contract: $name', ({ nodes }) => {
+describe.each(backends)('HandlerRegistry contract: $name', (backend) => {
+  /** Two nodes of a fresh cluster whose tabs carry at most `maxPerTab` handlers each. */
+  const nodes = (maxPerTab?: number): Nodes => twoNodes(backend, maxPerTab);
+
   it('delivers each message to exactly the most specific matching handler', async () => {
     const { a: handlers } = nodes();
     await handlers.register('acct', at('tab-a'), sel('x', 'urn:test', null), 'Specific');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { Identity } from '../../src/identity/identity.js';
+import type { Identity } from '../../src/store/stores.js';
 import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // IdentityStore (src/store/stores.ts) on every backend.

@@ -7,40 +7,28 @@ import { MemoryLeaseTable } from '../../src/lease/memory-lease.js';
 import { RedisLease } from '../../src/lease/redis-lease.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { testConnection, testPrefix } from '../helpers/redis.js';
+import { stateBackends, twoNodes } from '../helpers/state-backends.js';
 import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
-
-/** The same lease as seen by two holders (two nodes). */
-type Pair = (ttlMs: number) => { a: Lease; b: Lease };
 
 const connections: RedisConnection[] = [];
 afterAll(async () => {
   await Promise.all(connections.map((c) => c.close()));
 });
 
-let leaseCount = 0;
-const backends: { name: string; pair: Pair }[] = [
-  {
-    name: 'memory',
-    pair: (ttlMs) => {
-      const table = new MemoryLeaseTable();
-      return { a: table.lease('job', 'node-a', ttlMs), b: table.lease('job', 'node-b', ttlMs) };
-    },
+const backends = stateBackends<Lease, number>('lease', {
+  memory: (ttlMs) => {
+    const table = new MemoryLeaseTable();
+    return (nodeId) => table.lease('job', nodeId, ttlMs);
   },
-  {
-    name: 'redis',
-    pair: (ttlMs) => {
-      const prefix = testPrefix('lease');
-      const [ra, rb] = [testConnection(inject('redisUrl'), prefix), testConnection(inject('redisUrl'), prefix)];
-      connections.push(ra, rb);
-      const name = `job${++leaseCount}`;
-      return { a: new RedisLease(ra, name, 'node-a', ttlMs), b: new RedisLease(rb, name, 'node-b', ttlMs) };
-    },
-  },
-];
+  redis: (redis, nodeId, ttlMs) => new RedisLease(redis, 'job', nodeId, ttlMs),
+});
 
-describe.each(backends)('Lease contract: $name', ({ pair }) => {
+describe.each(backends)('Lease contract: $name', (backend) => {
+  /** The same lease as seen by two holders (two nodes). */
+  const pair = (ttlMs: number) => twoNodes(backend, ttlMs);
+
   it('one holder at a time; acquiring again as the holder extends the same hold', async () => {
     const { a, b } = pair(60_000);
     const token = await a.acquire();

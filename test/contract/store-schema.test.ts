@@ -5,7 +5,7 @@ import SQLite from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Identity } from '../../src/identity/identity.js';
+import type { Identity } from '../../src/store/stores.js';
 import { generateEd25519 } from '../../src/identity/keys.js';
 import { migrationProvider } from '../../src/store/migrations.js';
 import { openPostgresStore } from '../../src/store/postgres/open.js';

@@ -1,49 +1,38 @@
 import { pino } from 'pino';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MemoryLoginThrottle } from '../../src/agent/memory-throttle.js';
 import { RedisLoginThrottle } from '../../src/agent/redis-throttle.js';
 import type { LoginThrottle } from '../../src/agent/throttle.js';
 import { systemClock } from '../../src/clock.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { startRedis, testConnection, testPrefix } from '../helpers/redis.js';
+import { stateBackends, twoNodes } from '../helpers/state-backends.js';
 import { until } from '../helpers/until.js';
 
 const silent = pino({ level: 'silent' });
 const LIMIT = 5;
 const WINDOW_MS = 400;
 
-/** Makes throttles that count together (the nodes of one cluster, or the one node). */
-interface Backend {
-  name: string;
-  open(): Promise<{ throttle: (limit?: number, windowMs?: number) => LoginThrottle; close(): Promise<void> }>;
-}
-
-const redisThrottles = (redis: RedisConnection) => (limit = LIMIT, windowMs = WINDOW_MS) =>
+const redisThrottle = (redis: RedisConnection, limit: number, windowMs: number) =>
   new RedisLoginThrottle({ redis, name: 'account', limit, windowMs, clock: systemClock, log: silent });
 
-const backends: Backend[] = [
-  { name: 'memory', open: async () => ({ throttle: (limit = LIMIT, windowMs = WINDOW_MS) => new MemoryLoginThrottle(systemClock, limit, windowMs), close: async () => undefined }) },
-  {
-    name: 'redis',
-    open: async () => {
-      const redis = testConnection(inject('redisUrl'), testPrefix('throttle'));
-      return { throttle: redisThrottles(redis), close: () => redis.close() };
-    },
+const backends = stateBackends<LoginThrottle, { limit: number; windowMs: number }>('throttle', {
+  memory: ({ limit, windowMs }) => {
+    const throttle = new MemoryLoginThrottle(systemClock, limit, windowMs);
+    return () => throttle;
   },
-];
+  redis: (redis, _nodeId, { limit, windowMs }) => redisThrottle(redis, limit, windowMs),
+});
 
 let keyCount = 0;
 const freshKey = () => `account:user${++keyCount}`;
 
-describe.each(backends)('LoginThrottle contract: $name', ({ open }) => {
-  let backend: Awaited<ReturnType<Backend['open']>>;
-  beforeAll(async () => {
-    backend = await open();
-  });
-  afterAll(async () => backend.close());
+describe.each(backends)('LoginThrottle contract: $name', (backend) => {
+  /** The throttle of one node of a fresh cluster. */
+  const open = (limit: number, windowMs: number) => backend.cluster({ limit, windowMs })('node-a');
 
   it('grants `limit` slots, then answers the rest of the window and takes nothing', async () => {
-    const throttle = backend.throttle(LIMIT, 60_000);
+    const throttle = open(LIMIT, 60_000);
     const key = freshKey();
     for (let i = 0; i < LIMIT; i++) expect(await throttle.take(key)).toBe(0);
     const wait = await throttle.take(key);
@@ -56,14 +45,14 @@ describe.each(backends)('LoginThrottle contract: $name', ({ open }) => {
   });
 
   it('is atomic: 50 concurrent takes on one key are granted exactly `limit` times', async () => {
-    const throttle = backend.throttle(LIMIT, 60_000);
+    const throttle = open(LIMIT, 60_000);
     const key = freshKey();
     const answers = await Promise.all(Array.from({ length: 50 }, () => throttle.take(key)));
     expect(answers.filter((a) => a === 0)).toHaveLength(LIMIT);
   });
 
   it('reset forgets the key; other keys are counted apart', async () => {
-    const throttle = backend.throttle(2, 60_000);
+    const throttle = open(2, 60_000);
     const [key, other] = [freshKey(), freshKey()];
     await throttle.take(key);
     await throttle.take(key);
@@ -74,36 +63,31 @@ describe.each(backends)('LoginThrottle contract: $name', ({ open }) => {
   });
 
   it('a new window starts when the old one ends', async () => {
-    const throttle = backend.throttle(1, WINDOW_MS);
+    const throttle = open(1, WINDOW_MS);
     const key = freshKey();
     expect(await throttle.take(key)).toBe(0);
     expect(await throttle.take(key)).toBeGreaterThan(0);
     await until(async () => (await throttle.take(key)) === 0, 'a slot in the next window');
   });
+
+  it('two nodes of a cluster share the limit: the limit is the limit, not 2 × it', async () => {
+    const { a: nodeA, b: nodeB } = twoNodes(backend, { limit: LIMIT, windowMs: 60_000 });
+    const key = freshKey();
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? nodeA : nodeB).take(key)));
+    expect(answers.filter((a) => a === 0)).toHaveLength(LIMIT);
+    expect(await nodeA.take(key)).toBeGreaterThan(0);
+    // A correct password on node B clears it for node A too.
+    await nodeB.reset(key);
+    expect(await nodeA.take(key)).toBe(0);
+  });
 });
 
-describe('Redis login throttle in a cluster', () => {
-  it('two nodes on one Redis share the limit: the limit is the limit, not 2 × it', async () => {
-    const prefix = testPrefix('throttle-cluster');
-    const [redisA, redisB] = [testConnection(inject('redisUrl'), prefix), testConnection(inject('redisUrl'), prefix)];
-    try {
-      const [nodeA, nodeB] = [redisThrottles(redisA)(LIMIT, 60_000), redisThrottles(redisB)(LIMIT, 60_000)];
-      const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => (i % 2 ? nodeA : nodeB).take('account:frank')));
-      expect(answers.filter((a) => a === 0)).toHaveLength(LIMIT);
-      expect(await nodeA.take('account:frank')).toBeGreaterThan(0);
-      // A correct password on node B clears it for node A too.
-      await nodeB.reset('account:frank');
-      expect(await nodeA.take('account:frank')).toBe(0);
-    } finally {
-      await Promise.all([redisA.close(), redisB.close()]);
-    }
-  });
-
+describe('Redis login throttle', () => {
   it('while Redis is down each node still throttles, on its own, without waiting for Redis', async () => {
     const server = await startRedis();
     const redis = testConnection(server.url, testPrefix('throttle-outage'));
     try {
-      const throttle = redisThrottles(redis)(2, 60_000);
+      const throttle = redisThrottle(redis, 2, 60_000);
       expect(await throttle.take('k')).toBe(0);
       await server.stopServer();
       await until(() => redis.down, 'the connection to notice');

@@ -2,7 +2,7 @@ import pino from 'pino';
 import type { DeliveryFallback } from '../../src/bus/bus.js';
 import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { ManualClock } from '../../src/clock.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
 import { Hub, type DropReason } from '../../src/hub/hub.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';

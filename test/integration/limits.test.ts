@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApiKey } from '../../src/agent/api-keys.js';
 import { applicationMessage, type IdentityApplication } from '../../src/identity/application.js';
 import { generateEd25519, privateKeyFromPem, signEd25519 } from '../../src/identity/keys.js';
-import type { Identity } from '../../src/identity/identity.js';
+import type { Identity } from '../../src/store/stores.js';
 import { get, post, registered, type Answer } from '../helpers/http.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';

@@ -1,7 +1,7 @@
 import xml from '@xmpp/xml';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { InboundMessage } from '../../src/agent/message.js';
+import type { InboundMessage } from '../../src/protocol/xmpp-message.js';
 import { XmppComponent } from '../../src/xmpp/component.js';
 import { toInboundMessage } from '../../src/xmpp/stanza.js';
 import { parseXmlPayload } from '../../src/xmpp/xml-payload.js';

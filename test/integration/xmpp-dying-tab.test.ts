@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import xml from '@xmpp/xml';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { hashSession } from '../../src/http/session.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import { launchSignallableChromium } from '../helpers/browser.js';
 import { post } from '../helpers/http.js';
 import { startProsody, type ProsodyServer } from '../helpers/prosody.js';

@@ -3,7 +3,7 @@ import { createInterface } from 'node:readline';
 import xml from '@xmpp/xml';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { InboundMessage } from '../../src/agent/message.js';
+import type { InboundMessage } from '../../src/protocol/xmpp-message.js';
 import { XmppOfflineError } from '../../src/agent/messaging.js';
 import { RedisBus } from '../../src/bus/redis-bus.js';
 import type { Lease } from '../../src/lease/lease.js';

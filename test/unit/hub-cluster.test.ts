@@ -2,7 +2,7 @@ import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { ManualClock } from '../../src/clock.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import { Hub } from '../../src/hub/hub.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import { A, FakeConnection, tick } from '../helpers/hub-fixtures.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { closeCodes } from '../../src/errors.js';
+import { closeCodes } from '../../src/protocol/close-codes.js';
 import { A, FakeConnection, fallback, makeHub, tick } from '../helpers/hub-fixtures.js';
 
 /** A WebSocket as the hub sees it: it can be asked to confirm, and the test answers (pong) or not. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Broker } from '../../src/broker/broker.js';
-import type { TabAddress } from '../../src/hub/address.js';
+import type { TabAddress } from '../../src/protocol/address.js';
 import { PresenceKeeper, type HeldTab } from '../../src/hub/presence-keeper.js';
 
 /** A broker that records what the keeper asks of it (the keeper's decisions, not the broker's, are under test here). */

@@ -1,8 +1,7 @@
 import type { Kysely, Selectable } from 'kysely';
-import type { Identity, IdentityState } from '../../identity/identity.js';
 import type { Ed25519EncodingProblem } from '../../protocol/ed25519-strict.js';
 import type { Database, IdentitiesTable } from '../schema.js';
-import type { IdentityCursor, IdentityStore } from '../stores.js';
+import type { Identity, IdentityCursor, IdentityState, IdentityStore } from '../stores.js';
 
 const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
   id: row.id,

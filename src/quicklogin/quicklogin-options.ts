@@ -1,0 +1,55 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import type { Delivery } from '../hub/delivery.js';
+import type { TabRegistry } from '../hub/registry.js';
+import type { QuickLoginResult } from '../protocol/events.js';
+import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
+import type { ServerSigner } from './server-signer.js';
+
+/** What QuickLogin needs of backend mode (callbacks/backend-mode.ts). */
+export interface BackendMode {
+  /** Checks a QR request's serviceId: 404 unknown, 410 expired. */
+  check(serviceId: string): Promise<void>;
+  /** The callback an approved code's result becomes (not stored yet). 404 when the registration is gone. */
+  prepare(record: LoginCode, result: QuickLoginResult): Promise<Callback>;
+  /**
+   * Runs `settle`, which stores the callback in the transaction that settles the code, and attempts
+   * it once stored. Resolves with what `settle` resolved: false means the code was not settled and
+   * no callback exists.
+   */
+  settleWith(callback: Callback, settle: (toStore: CallbackToStore) => Promise<boolean>): Promise<boolean>;
+}
+
+export interface QuickLoginOptions {
+  store: Store;
+  delivery: Delivery;
+  clock: Clock;
+  signer: ServerSigner;
+  log: Logger;
+  publicBaseUrl: string;
+  codeValidityMs: number;
+  /** Config `codeScanSeconds` (0: off): the scan freshness of every code, which a request may tighten (docs/relay.md). */
+  codeScanSeconds: number;
+  modulePixels: number;
+  /** Config `qrEncoderThread`: under load, `text` and `base64` answers are made ahead on a thread (qr-stock.ts). */
+  encoderThread: boolean;
+  /** Counts a `text` or `base64` answer by where it was made (`tabwire_qr_answers_total`, docs/metrics.md). */
+  countAnswer?: (made: 'ahead' | 'on_request') => void;
+  /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
+  allowCookielessQrRequests: boolean;
+  /** Backend mode: registrations and the callback outbox. */
+  backend: BackendMode;
+  /** Resolves when the tab registers, or after a bounded wait (cookie-less QR requests that beat their tab's Register). */
+  awaitTab: (tabId: string) => Promise<void>;
+  /** A cookie-less QR request of a first visit: the session it is for, or undefined (TabRegistry.firstVisitSession). */
+  firstVisit: (tabId: string, origin: string) => Promise<string | undefined>;
+  /** The tab-ownership rule (TabRegistry.requireOwner). */
+  ownTab: TabRegistry['requireOwner'];
+  /** Session-proxy mode (`agentApiTimeout`): a token for an account, undefined when it is gone or disabled. */
+  issueAgentToken: (accountId: string, seconds: number) => Promise<{ jwt: string; expires: number } | undefined>;
+  /**
+   * Started when a signature arrives; stopped once its result or rejection is in the tab's event stream
+   * (`tabwire_signature_delivery_seconds`, docs/metrics.md). Not stopped for a refused signature.
+   */
+  timeSignature?: () => (outcome: 'approved' | 'rejected') => void;
+}
