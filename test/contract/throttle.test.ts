@@ -65,8 +65,11 @@ describe.each(backends)('LoginThrottle contract: $name', (backend) => {
   it('a new window starts when the old one ends', async () => {
     const throttle = open(1, WINDOW_MS);
     const key = freshKey();
+    const started = performance.now();
     expect(await throttle.take(key)).toBe(0);
-    expect(await throttle.take(key)).toBeGreaterThan(0);
+    const second = await throttle.take(key);
+    // Both takes fell in the first window unless this machine stalled for a whole window between them.
+    if (performance.now() - started < WINDOW_MS) expect(second).toBeGreaterThan(0);
     await until(async () => (await throttle.take(key)) === 0, 'a slot in the next window');
   });
 
