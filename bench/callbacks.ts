@@ -7,8 +7,7 @@
  * Then the signature -> callback latency at a steady login rate (bench/callback-latency.ts).
  * See docs/benchmarks.md.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { Agent, request } from 'undici';
@@ -23,6 +22,7 @@ import { callbacksReport } from './lib/callbacks-report.js';
 import { observed, outboxRound, plainRound, type OutboxRig, type PlainRig } from './lib/callbacks-rounds.js';
 import { KINDS, N, ROUNDS, WARMUP_PASSES, type Round } from './lib/callbacks-settings.js';
 import { expect, waitForQuiet, waitUntil } from './lib/channel-common.js';
+import { inScratchDir } from './lib/scratch-dir.js';
 import type { BenchReport, Benchmark } from './lib/types.js';
 
 /** The callbacks benchmark: outbox and plain rounds in turn, then the signature -> callback latency run. */
@@ -30,93 +30,90 @@ export const callbacks: Benchmark = {
   name: 'callbacks',
   description: 'backend callbacks/s through the durable outbox vs plain undici POSTs to the same HTTPS receiver',
   async run(): Promise<BenchReport> {
-    const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
-    const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-    process.once('exit', removeDir);
-    let receiver: ChildServer | undefined;
-    let app: Awaited<ReturnType<typeof buildApp>> | undefined;
-    let store: Store | undefined;
-    const plainAgent = { agent: undefined as Agent | undefined };
-    try {
-      const idle = await waitForQuiet();
-      const tls = selfSignedLoopbackCertificate(dir);
-      receiver = await startChild('callback receiver', new URL('./servers/callbacks-receiver.ts', import.meta.url), [
-        JSON.stringify({ port: await freePort(), ...tls }),
-      ]);
-      const rx = receiver;
-      const url = `https://127.0.0.1:${rx.port}/tabwire-callback`;
-
-      // tabwire in this process, not listening: the deliverer is driven directly, the signing flow through inject.
-      store = await openSqliteStore(join(dir, 'callbacks.sqlite'));
-      const { store: watched, hooks } = observed(store);
-      const config = loadConfig(
-        {},
-        { port: await freePort(), sqliteFile: join(dir, 'unused.sqlite'), logLevel: 'silent', callbackCaFile: tls.certFile, callbackAllowedHosts: ['127.0.0.1'] },
-      );
-      app = await buildApp(config, { store: watched });
-      await app.ready();
-      const { deliverer } = app.tabwire;
-
-      // Sanity, and a real callback body: register a backend, issue a QR for it, approve with the dev identity.
-      const secret = `whsec_${randomBytes(32).toString('base64')}`;
-      const inject = async (path: string, payload: unknown): Promise<Record<string, unknown>> => {
-        const r = await app!.inject({ method: 'POST', url: path, payload: payload as Record<string, unknown> });
-        expect(r.statusCode === 200, `POST ${path} answered ${r.statusCode}: ${r.body.slice(0, 300)}`);
-        return r.json<Record<string, unknown>>();
-      };
-      const { serviceId } = (await inject('/QuickLogin', { service: url, sessionId: 'bench-session', webhookSecret: secret })) as { serviceId: string };
-      const qr = await inject('/QuickLogin', { mode: 'text', purpose: 'Benchmark login', serviceId, tab: '', propertyFilter: 'FIRST' });
-      const signPath = new URL(qr.signUrl as string).pathname;
-      const approved = await inject(`${signPath}/Dev`, { decision: 'approve' });
-      expect(approved.state === 'approved', `dev approval answered ${JSON.stringify(approved)}`);
-      const flowId = `msg_${signPath.split('/').pop()}`;
-      expect(
-        await waitUntil(async () => (await store!.callbacks.get(flowId))?.state === 'delivered', 10_000),
-        `the signing flow's callback ${flowId} was not delivered: ${JSON.stringify(await store.callbacks.get(flowId))}`,
-      );
-      const template = (await store.callbacks.get(flowId))!;
-      const body = template.body;
-      const flowCode = (await store.codes.get(signPath.split('/').pop()!))!;
-
-      const outbox: OutboxRig = { store, hooks, deliverer, template, flowCode, receiverCpu: () => rx.cpuMicros() };
-
-      const agent = new Agent({ connect: { ca: readFileSync(tls.certFile, 'utf8') } });
-      plainAgent.agent = agent;
-      const plain: PlainRig = { url, agent, body, receiverCpu: () => rx.cpuMicros() };
-
-      // Warm-up, uncounted, in turn like the counted rounds: both paths share undici's code.
-      const roundOf = (kind: Round['kind'], n: number, tag: string): Promise<Round> => (kind === 'plain' ? plainRound(plain, n) : outboxRound(outbox, kind, n, tag));
-      for (let pass = 0; pass < WARMUP_PASSES; pass++) {
-        for (const kind of KINDS) await roundOf(kind, N, `w${pass}${kind[0]}`);
-      }
-      const rounds: Round[] = [];
-      for (let r = 0; r < ROUNDS; r++) {
-        for (const kind of KINDS) rounds.push(await roundOf(kind, N, `r${r}${kind[0]}`));
-      }
-      const received = JSON.parse(
-        (await request(`https://127.0.0.1:${rx.port}/count`, { dispatcher: agent }).then((res) => res.body.text())) as string,
-      ) as { received: number };
-      const expected = 1 + KINDS.length * (WARMUP_PASSES + ROUNDS) * N;
-
-      // The throughput rounds are done: the in-process app goes before the latency run starts its server.
-      await app.close();
-      app = undefined;
-      let latency: LatencyReport | undefined;
-      let latencyError: string | undefined;
+    return inScratchDir(async (dir) => {
+      let receiver: ChildServer | undefined;
+      let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+      let store: Store | undefined;
+      const plainAgent = { agent: undefined as Agent | undefined };
       try {
-        latency = await signatureToCallbackLatency(dir, tls);
-      } catch (err) {
-        latencyError = (err as Error).message;
-      }
+        const idle = await waitForQuiet();
+        const tls = selfSignedLoopbackCertificate(dir);
+        receiver = await startChild('callback receiver', new URL('./servers/callbacks-receiver.ts', import.meta.url), [
+          JSON.stringify({ port: await freePort(), ...tls }),
+        ]);
+        const rx = receiver;
+        const url = `https://127.0.0.1:${rx.port}/tabwire-callback`;
 
-      return callbacksReport({ title: callbacks.description, rounds, latency, latencyError, body, signPath, received: received.received, expected, idle });
-    } finally {
-      await plainAgent.agent?.close();
-      await app?.close();
-      await store?.close();
-      await receiver?.stop();
-      process.off('exit', removeDir);
-      removeDir();
-    }
+        // tabwire in this process, not listening: the deliverer is driven directly, the signing flow through inject.
+        store = await openSqliteStore(join(dir, 'callbacks.sqlite'));
+        const { store: watched, hooks } = observed(store);
+        const config = loadConfig(
+          {},
+          { port: await freePort(), sqliteFile: join(dir, 'unused.sqlite'), logLevel: 'silent', callbackCaFile: tls.certFile, callbackAllowedHosts: ['127.0.0.1'] },
+        );
+        app = await buildApp(config, { store: watched });
+        await app.ready();
+        const { deliverer } = app.tabwire;
+
+        // Sanity, and a real callback body: register a backend, issue a QR for it, approve with the dev identity.
+        const secret = `whsec_${randomBytes(32).toString('base64')}`;
+        const inject = async (path: string, payload: unknown): Promise<Record<string, unknown>> => {
+          const r = await app!.inject({ method: 'POST', url: path, payload: payload as Record<string, unknown> });
+          expect(r.statusCode === 200, `POST ${path} answered ${r.statusCode}: ${r.body.slice(0, 300)}`);
+          return r.json<Record<string, unknown>>();
+        };
+        const { serviceId } = (await inject('/QuickLogin', { service: url, sessionId: 'bench-session', webhookSecret: secret })) as { serviceId: string };
+        const qr = await inject('/QuickLogin', { mode: 'text', purpose: 'Benchmark login', serviceId, tab: '', propertyFilter: 'FIRST' });
+        const signPath = new URL(qr.signUrl as string).pathname;
+        const approved = await inject(`${signPath}/Dev`, { decision: 'approve' });
+        expect(approved.state === 'approved', `dev approval answered ${JSON.stringify(approved)}`);
+        const flowId = `msg_${signPath.split('/').pop()}`;
+        expect(
+          await waitUntil(async () => (await store!.callbacks.get(flowId))?.state === 'delivered', 10_000),
+          `the signing flow's callback ${flowId} was not delivered: ${JSON.stringify(await store.callbacks.get(flowId))}`,
+        );
+        const template = (await store.callbacks.get(flowId))!;
+        const body = template.body;
+        const flowCode = (await store.codes.get(signPath.split('/').pop()!))!;
+
+        const outbox: OutboxRig = { store, hooks, deliverer, template, flowCode, receiverCpu: () => rx.cpuMicros() };
+
+        const agent = new Agent({ connect: { ca: readFileSync(tls.certFile, 'utf8') } });
+        plainAgent.agent = agent;
+        const plain: PlainRig = { url, agent, body, receiverCpu: () => rx.cpuMicros() };
+
+        // Warm-up, uncounted, in turn like the counted rounds: both paths share undici's code.
+        const roundOf = (kind: Round['kind'], n: number, tag: string): Promise<Round> => (kind === 'plain' ? plainRound(plain, n) : outboxRound(outbox, kind, n, tag));
+        for (let pass = 0; pass < WARMUP_PASSES; pass++) {
+          for (const kind of KINDS) await roundOf(kind, N, `w${pass}${kind[0]}`);
+        }
+        const rounds: Round[] = [];
+        for (let r = 0; r < ROUNDS; r++) {
+          for (const kind of KINDS) rounds.push(await roundOf(kind, N, `r${r}${kind[0]}`));
+        }
+        const received = JSON.parse(
+          (await request(`https://127.0.0.1:${rx.port}/count`, { dispatcher: agent }).then((res) => res.body.text())) as string,
+        ) as { received: number };
+        const expected = 1 + KINDS.length * (WARMUP_PASSES + ROUNDS) * N;
+
+        // The throughput rounds are done: the in-process app goes before the latency run starts its server.
+        await app.close();
+        app = undefined;
+        let latency: LatencyReport | undefined;
+        let latencyError: string | undefined;
+        try {
+          latency = await signatureToCallbackLatency(dir, tls);
+        } catch (err) {
+          latencyError = (err as Error).message;
+        }
+
+        return callbacksReport({ title: callbacks.description, rounds, latency, latencyError, body, signPath, received: received.received, expected, idle });
+      } finally {
+        await plainAgent.agent?.close();
+        await app?.close();
+        await store?.close();
+        await receiver?.stop();
+      }
+    });
   },
 };

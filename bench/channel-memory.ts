@@ -4,8 +4,6 @@
  * clients run in separate child processes (one process may hold only ~20,000 open files).
  * See docs/benchmarks.md.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, startChild, type ChildServer } from './lib/child.js';
 import {
@@ -26,6 +24,7 @@ import {
 } from './lib/channel-common.js';
 import { startWorker, type Worker } from './lib/channel-worker.js';
 import { fetchOnce } from './lib/load.js';
+import { inScratchDir } from './lib/scratch-dir.js';
 import { formatRatio, table } from './lib/stats.js';
 import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
 
@@ -154,10 +153,7 @@ export const channelMemory: Benchmark = {
   name: 'channel-memory',
   description: 'RSS per idle registered WebSocket tab: tabwire vs bare ws connections',
   async run(): Promise<BenchReport> {
-    const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
-    const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-    process.once('exit', removeDir);
-    try {
+    return inScratchDir(async (dir) => {
       const idle = await waitForQuiet();
       const bareSeries = await bare();
       const tabwireSeries = await tabwire(dir);
@@ -265,9 +261,6 @@ export const channelMemory: Benchmark = {
         measurements,
         budgets,
       };
-    } finally {
-      process.off('exit', removeDir);
-      removeDir();
-    }
+    });
   },
 };

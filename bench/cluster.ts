@@ -18,8 +18,6 @@
  * See docs/benchmarks.md "Cluster". BENCH_CLUSTER_TABS sets the tabs per node (default 19,000).
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { systemClock } from '../src/clock.js';
@@ -41,6 +39,7 @@ import { holdTabs } from './lib/cluster-tabs.js';
 import { fetchOnce } from './lib/load.js';
 import { procCpuMicros } from './lib/proc-cpu.js';
 import { QuietPolicy } from './lib/quiet.js';
+import { inScratchDir } from './lib/scratch-dir.js';
 import type { BenchReport, Benchmark } from './lib/types.js';
 
 /** The embedded node's side: SQLite and the memory broker, one node; Redis and PostgreSQL idle, counted as ours. */
@@ -176,33 +175,30 @@ export const cluster: Benchmark = {
   name: 'cluster',
   description: 'cluster mode (PostgreSQL + Redis, 2 nodes) vs one embedded node: event latency, idle tabs, QR issuance, Redis/PostgreSQL cost',
   async run(): Promise<BenchReport> {
-    const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
-    const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-    process.once('exit', removeDir);
-    let pg: BenchPostgres | undefined;
-    let redis: BenchRedis | undefined;
-    try {
-      const idleBefore = await waitForQuiet();
-      pg = await startBenchPostgres();
-      redis = await startBenchRedis();
-      const pgVersion = /PostgreSQL\)\s+(\S+)/.exec(execFileSync('/usr/lib/postgresql/15/bin/postgres', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
-      const redisVersion = /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
-      const quiet = new QuietPolicy(OTHER_CPU_LIMIT, MAX_RETRIES);
-      const p = pg;
-      const r = redis;
-      // Redis and PostgreSQL idle during the embedded part, but their CPU is ours, not "other".
-      const infraProbes: Probe[] = [
-        { name: 'redis', cpu: () => procCpuMicros(r.pid) },
-        { name: 'postgres', cpu: () => p.cpuMicros() },
-      ];
-      const embedded = await embeddedSide(dir, infraProbes, quiet);
-      const clustered = await clusterSide(dir, pg, redis, quiet);
-      return { title: cluster.description, ...build(embedded, clustered, { pgVersion, redisVersion }, idleBefore) };
-    } finally {
-      await redis?.stop();
-      await pg?.stop();
-      process.off('exit', removeDir);
-      removeDir();
-    }
+    return inScratchDir(async (dir) => {
+      let pg: BenchPostgres | undefined;
+      let redis: BenchRedis | undefined;
+      try {
+        const idleBefore = await waitForQuiet();
+        pg = await startBenchPostgres();
+        redis = await startBenchRedis();
+        const pgVersion = /PostgreSQL\)\s+(\S+)/.exec(execFileSync('/usr/lib/postgresql/15/bin/postgres', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
+        const redisVersion = /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
+        const quiet = new QuietPolicy(OTHER_CPU_LIMIT, MAX_RETRIES);
+        const p = pg;
+        const r = redis;
+        // Redis and PostgreSQL idle during the embedded part, but their CPU is ours, not "other".
+        const infraProbes: Probe[] = [
+          { name: 'redis', cpu: () => procCpuMicros(r.pid) },
+          { name: 'postgres', cpu: () => p.cpuMicros() },
+        ];
+        const embedded = await embeddedSide(dir, infraProbes, quiet);
+        const clustered = await clusterSide(dir, pg, redis, quiet);
+        return { title: cluster.description, ...build(embedded, clustered, { pgVersion, redisVersion }, idleBefore) };
+      } finally {
+        await redis?.stop();
+        await pg?.stop();
+      }
+    });
   },
 };

@@ -4,8 +4,6 @@
  * every poll is really held, then the same after each is released by one event. Server and
  * clients in separate child processes. See docs/benchmarks.md.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startChild, type ChildServer } from './lib/child.js';
@@ -27,6 +25,7 @@ import {
 } from './lib/channel-common.js';
 import { startWorker, type Worker } from './lib/channel-worker.js';
 import { fetchOnce } from './lib/load.js';
+import { inScratchDir } from './lib/scratch-dir.js';
 import { table } from './lib/stats.js';
 import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
 
@@ -104,105 +103,102 @@ export const longpollMemory: Benchmark = {
   name: 'longpoll-memory',
   description: `RSS per held long-poll, ${POLLS.toLocaleString('en-US')} concurrent polls held ${HOLD_SECONDS} s`,
   async run(): Promise<BenchReport> {
-    const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
-    const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-    process.once('exit', removeDir);
-    let server: ChildServer | undefined;
-    let main: Worker | undefined;
-    try {
-      const idle = await waitForQuiet();
-      const port = await freePort();
-      // tabIdleSeconds long: tabs between polls must not be forgotten while the run reads memory.
-      const args = { port, sqliteFile: join(dir, 'longpoll-memory.sqlite'), longPollHoldSeconds: HOLD_SECONDS, tabIdleSeconds: 600 };
-      server = await startChild('tabwire', new URL('./servers/channel-tabwire.ts', import.meta.url), [JSON.stringify(args)], { nodeArgs: ['--expose-gc'] });
-      const s = server;
-      requireOpenFiles(`tabwire server (pid ${s.pid})`, openFilesLimit(s.pid), POLLS + FD_MARGIN);
-
-      // Warm-up: a small set through the whole cycle, uncounted (lazy first-use allocations, JIT).
-      const warmClients = await startClients();
+    return inScratchDir(async (dir) => {
+      let server: ChildServer | undefined;
+      let main: Worker | undefined;
       try {
-        await pollCycle(s, warmClients, `${PREFIX}warm-`, WARMUP_TABS);
+        const idle = await waitForQuiet();
+        const port = await freePort();
+        // tabIdleSeconds long: tabs between polls must not be forgotten while the run reads memory.
+        const args = { port, sqliteFile: join(dir, 'longpoll-memory.sqlite'), longPollHoldSeconds: HOLD_SECONDS, tabIdleSeconds: 600 };
+        server = await startChild('tabwire', new URL('./servers/channel-tabwire.ts', import.meta.url), [JSON.stringify(args)], { nodeArgs: ['--expose-gc'] });
+        const s = server;
+        requireOpenFiles(`tabwire server (pid ${s.pid})`, openFilesLimit(s.pid), POLLS + FD_MARGIN);
+
+        // Warm-up: a small set through the whole cycle, uncounted (lazy first-use allocations, JIT).
+        const warmClients = await startClients();
+        try {
+          await pollCycle(s, warmClients, `${PREFIX}warm-`, WARMUP_TABS);
+        } finally {
+          await warmClients.stop();
+        }
+        main = await startClients();
+        const clients = main;
+
+        const points: Record<'zero' | 'idle' | 'held' | 'released', Settled | undefined> = { zero: undefined, idle: undefined, held: undefined, released: undefined };
+        points.zero = await settledRss(s);
+        const window = await CpuWindow.open([() => s.cpuMicros(), () => clients.cpuMicros(), ownCpu]);
+        const cycle = await pollCycle(s, clients, PREFIX, POLLS, {
+          idle: async () => {
+            points.idle = await settledRss(s);
+          },
+          held: async () => {
+            points.held = await settledRss(s);
+          },
+        });
+        points.released = await settledRss(s);
+        const cpu = await window.close();
+        const { zero, idle: idleTabs, held, released } = points as Record<keyof typeof points, Settled>;
+
+        const per = (a: Settled, b: Settled): number => (b.rss - a.rss) / POLLS;
+        const heapPer = (a: Settled, b: Settled): number => (b.heapUsed + b.external - a.heapUsed - a.external) / POLLS;
+        const row = (label: string, at: Settled, vsZero: boolean): string[] => [
+          label,
+          mib(at.rss),
+          vsZero ? kib(per(zero, at)) : '',
+          vsZero ? kib(heapPer(zero, at)) : '',
+        ];
+        const perHeld = per(zero, held);
+        const measurements: Measurement[] = [
+          { key: 'longpoll.bytesPerHeldPoll', label: 'RSS per held poll', rate: perHeld, unit: 'byte/poll', count: POLLS, windowMs: 0, otherCpuPercent: cpu.otherPercent },
+          { key: 'longpoll.bytesPerReleasedTab', label: 'RSS per tab after release', rate: per(zero, released), unit: 'byte/tab', count: POLLS, windowMs: 0, otherCpuPercent: cpu.otherPercent },
+        ];
+        const disturbed = cpu.otherPercent > OTHER_CPU_LIMIT;
+        return {
+          title: longpollMemory.description,
+          context: [
+            machineLine(),
+            `tabwire: ${revision()}`,
+            `libraries: fastify ${versionOf('fastify')}, better-sqlite3 ${versionOf('better-sqlite3')}`,
+            `server and clients (node:http, one keep-alive connection per tab) in separate child processes on loopback; open-file limit here ${openFilesLimit()}`,
+            `longPollHoldSeconds ${HOLD_SECONDS}; ${WARMUP_TABS} tabs polled, held and released before the 0 reading; per poll = (settled RSS - settled RSS at 0) / ${POLLS}`,
+            `idle check before the run: other processes used ${idle.toFixed(0)}% of a core; during the run: ${cpu.otherPercent.toFixed(0)}%`,
+            ...(disturbed ? [`WARNING: other processes used ${cpu.otherPercent.toFixed(0)}% of a core during the run (memory figures are less affected than rates)`] : []),
+          ],
+          sections: [
+            {
+              heading: `${POLLS.toLocaleString('en-US')} tabs on long-poll (tabwire server process, settled after full GCs)`,
+              lines: [
+                ...table(
+                  ['state', 'RSS', 'RSS per tab', '(heap+ext per tab)'],
+                  [
+                    row('0: before any tab (after warm-up)', zero, false),
+                    row('tabs registered, first poll answered, keep-alive sockets idle', idleTabs, true),
+                    row(`${POLLS.toLocaleString('en-US')} polls held`, held, true),
+                    row('after release (each poll answered with one event)', released, true),
+                  ],
+                ),
+                `holding a poll over an idle keep-alive connection of a registered tab: ${kib(per(idleTabs, held))} RSS, ${kib(heapPer(idleTabs, held))} heap+ext per poll`,
+              ],
+            },
+            {
+              heading: 'Checks',
+              lines: [
+                `first polls: ${POLLS.toLocaleString('en-US')} answered at once with CheckServerInstance and a tabwire_sid cookie, ${Math.round((POLLS * 1000) / cycle.firstMs).toLocaleString('en-US')}/s`,
+                `held: server attached all ${POLLS.toLocaleString('en-US')}; 0 answered after ${HELD_CHECK_MS} ms and still 0 after the memory reading (${cycle.heldStatus.sent} sent)`,
+                `release: deliver-all answered all ${cycle.released.withEvent.toLocaleString('en-US')} held polls with their event in ${Math.round(cycle.releaseMs)} ms (${cycle.released.nop} NOP, ${cycle.released.otherStatus} other)`,
+                `server open files: ${cycle.serverFiles.idle.toLocaleString('en-US')} with the tabs idle between polls, ${cycle.serverFiles.held.toLocaleString('en-US')} with every poll held`,
+                `CPU over the run (${(cpu.ms / 1000).toFixed(1)} s, memory readings included): server ${cpu.cpuPercent[0]!.toFixed(0)}%, clients ${cpu.cpuPercent[1]!.toFixed(0)}% of a core`,
+              ],
+            },
+          ],
+          measurements,
+          budgets: [],
+        };
       } finally {
-        await warmClients.stop();
+        await main?.stop();
+        await server?.stop();
       }
-      main = await startClients();
-      const clients = main;
-
-      const points: Record<'zero' | 'idle' | 'held' | 'released', Settled | undefined> = { zero: undefined, idle: undefined, held: undefined, released: undefined };
-      points.zero = await settledRss(s);
-      const window = await CpuWindow.open([() => s.cpuMicros(), () => clients.cpuMicros(), ownCpu]);
-      const cycle = await pollCycle(s, clients, PREFIX, POLLS, {
-        idle: async () => {
-          points.idle = await settledRss(s);
-        },
-        held: async () => {
-          points.held = await settledRss(s);
-        },
-      });
-      points.released = await settledRss(s);
-      const cpu = await window.close();
-      const { zero, idle: idleTabs, held, released } = points as Record<keyof typeof points, Settled>;
-
-      const per = (a: Settled, b: Settled): number => (b.rss - a.rss) / POLLS;
-      const heapPer = (a: Settled, b: Settled): number => (b.heapUsed + b.external - a.heapUsed - a.external) / POLLS;
-      const row = (label: string, at: Settled, vsZero: boolean): string[] => [
-        label,
-        mib(at.rss),
-        vsZero ? kib(per(zero, at)) : '',
-        vsZero ? kib(heapPer(zero, at)) : '',
-      ];
-      const perHeld = per(zero, held);
-      const measurements: Measurement[] = [
-        { key: 'longpoll.bytesPerHeldPoll', label: 'RSS per held poll', rate: perHeld, unit: 'byte/poll', count: POLLS, windowMs: 0, otherCpuPercent: cpu.otherPercent },
-        { key: 'longpoll.bytesPerReleasedTab', label: 'RSS per tab after release', rate: per(zero, released), unit: 'byte/tab', count: POLLS, windowMs: 0, otherCpuPercent: cpu.otherPercent },
-      ];
-      const disturbed = cpu.otherPercent > OTHER_CPU_LIMIT;
-      return {
-        title: longpollMemory.description,
-        context: [
-          machineLine(),
-          `tabwire: ${revision()}`,
-          `libraries: fastify ${versionOf('fastify')}, better-sqlite3 ${versionOf('better-sqlite3')}`,
-          `server and clients (node:http, one keep-alive connection per tab) in separate child processes on loopback; open-file limit here ${openFilesLimit()}`,
-          `longPollHoldSeconds ${HOLD_SECONDS}; ${WARMUP_TABS} tabs polled, held and released before the 0 reading; per poll = (settled RSS - settled RSS at 0) / ${POLLS}`,
-          `idle check before the run: other processes used ${idle.toFixed(0)}% of a core; during the run: ${cpu.otherPercent.toFixed(0)}%`,
-          ...(disturbed ? [`WARNING: other processes used ${cpu.otherPercent.toFixed(0)}% of a core during the run (memory figures are less affected than rates)`] : []),
-        ],
-        sections: [
-          {
-            heading: `${POLLS.toLocaleString('en-US')} tabs on long-poll (tabwire server process, settled after full GCs)`,
-            lines: [
-              ...table(
-                ['state', 'RSS', 'RSS per tab', '(heap+ext per tab)'],
-                [
-                  row('0: before any tab (after warm-up)', zero, false),
-                  row('tabs registered, first poll answered, keep-alive sockets idle', idleTabs, true),
-                  row(`${POLLS.toLocaleString('en-US')} polls held`, held, true),
-                  row('after release (each poll answered with one event)', released, true),
-                ],
-              ),
-              `holding a poll over an idle keep-alive connection of a registered tab: ${kib(per(idleTabs, held))} RSS, ${kib(heapPer(idleTabs, held))} heap+ext per poll`,
-            ],
-          },
-          {
-            heading: 'Checks',
-            lines: [
-              `first polls: ${POLLS.toLocaleString('en-US')} answered at once with CheckServerInstance and a tabwire_sid cookie, ${Math.round((POLLS * 1000) / cycle.firstMs).toLocaleString('en-US')}/s`,
-              `held: server attached all ${POLLS.toLocaleString('en-US')}; 0 answered after ${HELD_CHECK_MS} ms and still 0 after the memory reading (${cycle.heldStatus.sent} sent)`,
-              `release: deliver-all answered all ${cycle.released.withEvent.toLocaleString('en-US')} held polls with their event in ${Math.round(cycle.releaseMs)} ms (${cycle.released.nop} NOP, ${cycle.released.otherStatus} other)`,
-              `server open files: ${cycle.serverFiles.idle.toLocaleString('en-US')} with the tabs idle between polls, ${cycle.serverFiles.held.toLocaleString('en-US')} with every poll held`,
-              `CPU over the run (${(cpu.ms / 1000).toFixed(1)} s, memory readings included): server ${cpu.cpuPercent[0]!.toFixed(0)}%, clients ${cpu.cpuPercent[1]!.toFixed(0)}% of a core`,
-            ],
-          },
-        ],
-        measurements,
-        budgets: [],
-      };
-    } finally {
-      await main?.stop();
-      await server?.stop();
-      process.off('exit', removeDir);
-      removeDir();
-    }
+    });
   },
 };

@@ -4,9 +4,7 @@
  * reference that detects a machine whose speed moved), all measured in the same run on the same
  * machine. See docs/benchmarks.md for what each figure means.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { cpus } from 'node:os';
 import { newCode } from '../src/quicklogin/codes.js';
 import { encodeQr } from '../src/quicklogin/qr-matrix.js';
 import { pngSide } from '../src/quicklogin/qr-png.js';
@@ -18,6 +16,7 @@ import { Reference } from './lib/qr-issuance-reference.js';
 import { build, type Figures } from './lib/qr-issuance-report.js';
 import { MAX_RETRIES, MODULE_PIXELS, OTHER_CPU_LIMIT, QUIET_WAIT_MS, QUIET_ZONE, URL_POOL } from './lib/qr-issuance-settings.js';
 import { QuietPolicy } from './lib/quiet.js';
+import { inScratchDir } from './lib/scratch-dir.js';
 import { backgroundLoad } from './lib/sysload.js';
 import type { BenchReport, Benchmark } from './lib/types.js';
 
@@ -26,11 +25,7 @@ export const qrIssuance: Benchmark = {
   name: 'qr-issuance',
   description: 'QuickLogin QR issuance vs a bare Fastify route and the matrix encoder',
   async run(): Promise<BenchReport> {
-    const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
-    // Also on an interrupt, which ends the process without running `finally` (bench/lib/child.ts).
-    const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-    process.once('exit', removeDir);
-    try {
+    return inScratchDir(async (dir) => {
       // On 2 cores a busy machine spoils every figure: wait (bounded) for it to go quiet first.
       let idle = await backgroundLoad();
       for (let waited = 0; idle > OTHER_CPU_LIMIT && waited < QUIET_WAIT_MS; waited += 1_000) {
@@ -66,9 +61,6 @@ export const qrIssuance: Benchmark = {
       ];
       const measurements = [...figures.inProcess, ...figures.http.flatMap((b) => [b.before, b.http, b.after])];
       return { title: qrIssuance.description, context, measurements, ...build(figures, context) };
-    } finally {
-      process.off('exit', removeDir);
-      removeDir();
-    }
+    });
   },
 };

@@ -4,8 +4,6 @@
  * (real Hub on a MemoryBus, a fake TabConnection that counts) and for messages that are stored
  * (SQLite). No budget. See docs/benchmarks.md.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
 import { MemoryHandlerRegistry } from '../src/agent/memory-handlers.js';
@@ -21,6 +19,7 @@ import type { EventFrame } from '../src/protocol/frames.js';
 import { openSqliteStore } from '../src/store/sqlite/open.js';
 import type { Store } from '../src/store/stores.js';
 import { OTHER_CPU_LIMIT, expect, machineLine, revision, versionOf, waitForQuiet } from './lib/channel-common.js';
+import { inScratchDir } from './lib/scratch-dir.js';
 import { formatMicros, formatRate, table } from './lib/stats.js';
 import { measureInterleaved, type OperationSpec } from './lib/timing.js';
 import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
@@ -98,159 +97,156 @@ export const xmppRouter: Benchmark = {
   name: 'xmpp-router',
   description: `agent message routing in-process: MemoryHandlerRegistry.match with ${(ACCOUNTS * HANDLERS_PER_ACCOUNT).toLocaleString('en-US')} handlers, MessageRouter.route to a tab / to SQLite`,
   async run(): Promise<BenchReport> {
-    const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-'));
-    const removeDir = (): void => rmSync(dir, { recursive: true, force: true });
-    process.once('exit', removeDir);
-    let store: Store | undefined;
-    let hub: Hub | undefined;
-    try {
-      const idle = await waitForQuiet();
-      const random = prng(20261122);
-      const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
+    return inScratchDir(async (dir) => {
+      let store: Store | undefined;
+      let hub: Hub | undefined;
+      try {
+        const idle = await waitForQuiet();
+        const random = prng(20261122);
+        const pick = <T>(list: readonly T[]): T => list[Math.floor(random() * list.length)]!;
 
-      // Handlers: 10 distinct selectors per account, shapes cycled, on the account's 2 tabs.
-      const handlers = new MemoryHandlerRegistry();
-      const registered: Array<{ account: number; selector: Selector }> = [];
-      const shapeCount = new Map<number, number>();
-      for (let a = 0; a < ACCOUNTS; a++) {
-        const keys = new Set<string>();
-        for (let h = 0, attempts = 0; h < HANDLERS_PER_ACCOUNT && attempts < 1_000; attempts++) {
-          const [useLn, useNs, useType] = SHAPES[h % SHAPES.length]!;
-          const selector: Selector = { localName: useLn ? pick(LOCAL_NAMES) : null, namespace: useNs ? pick(NAMESPACES) : null, type: useType ? pick(TYPES) : null };
-          const key = JSON.stringify(selector);
-          if (keys.has(key)) continue;
-          keys.add(key);
-          const tab = `acct${a}-tab${h % TABS_PER_ACCOUNT}`.padEnd(12, '0');
-          expect((await handlers.register(`account-${a}`, at(tab), selector, `onBench${h}`)) === 'registered', 'handler registration refused');
-          registered.push({ account: a, selector });
-          shapeCount.set(specificity(selector), (shapeCount.get(specificity(selector)) ?? 0) + 1);
-          h++;
+        // Handlers: 10 distinct selectors per account, shapes cycled, on the account's 2 tabs.
+        const handlers = new MemoryHandlerRegistry();
+        const registered: Array<{ account: number; selector: Selector }> = [];
+        const shapeCount = new Map<number, number>();
+        for (let a = 0; a < ACCOUNTS; a++) {
+          const keys = new Set<string>();
+          for (let h = 0, attempts = 0; h < HANDLERS_PER_ACCOUNT && attempts < 1_000; attempts++) {
+            const [useLn, useNs, useType] = SHAPES[h % SHAPES.length]!;
+            const selector: Selector = { localName: useLn ? pick(LOCAL_NAMES) : null, namespace: useNs ? pick(NAMESPACES) : null, type: useType ? pick(TYPES) : null };
+            const key = JSON.stringify(selector);
+            if (keys.has(key)) continue;
+            keys.add(key);
+            const tab = `acct${a}-tab${h % TABS_PER_ACCOUNT}`.padEnd(12, '0');
+            expect((await handlers.register(`account-${a}`, at(tab), selector, `onBench${h}`)) === 'registered', 'handler registration refused');
+            registered.push({ account: a, selector });
+            shapeCount.set(specificity(selector), (shapeCount.get(specificity(selector)) ?? 0) + 1);
+            h++;
+          }
         }
-      }
-      expect(handlers.size === ACCOUNTS * HANDLERS_PER_ACCOUNT, `${handlers.size} handlers registered, expected ${ACCOUNTS * HANDLERS_PER_ACCOUNT}`);
+        expect(handlers.size === ACCOUNTS * HANDLERS_PER_ACCOUNT, `${handlers.size} handlers registered, expected ${ACCOUNTS * HANDLERS_PER_ACCOUNT}`);
 
-      // Messages for match(): random account, random fields from the same pools (some miss every handler).
-      const matchPool = Array.from({ length: POOL }, (_, n) => {
-        const a = Math.floor(random() * ACCOUNTS);
-        const withElement = random() < 0.9;
-        return { account: `account-${a}`, message: message(`user${a}@${DOMAIN}`, pick(TYPES), withElement ? pick(LOCAL_NAMES) : undefined, withElement ? pick(NAMESPACES) : undefined, n) };
-      });
-      let hits = 0;
-      for (const m of matchPool) if ((await handlers.match(m.account, m.message)) !== undefined) hits++;
+        // Messages for match(): random account, random fields from the same pools (some miss every handler).
+        const matchPool = Array.from({ length: POOL }, (_, n) => {
+          const a = Math.floor(random() * ACCOUNTS);
+          const withElement = random() < 0.9;
+          return { account: `account-${a}`, message: message(`user${a}@${DOMAIN}`, pick(TYPES), withElement ? pick(LOCAL_NAMES) : undefined, withElement ? pick(NAMESPACES) : undefined, n) };
+        });
+        let hits = 0;
+        for (const m of matchPool) if ((await handlers.match(m.account, m.message)) !== undefined) hits++;
 
-      // Messages for route(): ones built from a registered selector's fields (they reach a handler) and
-      // ones to accounts without handlers (stored).
-      const deliverPool = Array.from({ length: POOL }, (_, n) => {
-        const { account, selector } = registered[Math.floor(random() * registered.length)]!;
-        const ln = selector.localName ?? pick(LOCAL_NAMES);
-        const ns = selector.namespace ?? pick(NAMESPACES);
-        return message(`user${account}@${DOMAIN}`, selector.type ?? pick(TYPES), ln, ns, n);
-      });
-      const storePool = Array.from({ length: POOL }, (_, n) => message(`store${Math.floor(random() * STORAGE_ACCOUNTS)}@${DOMAIN}`, pick(TYPES), pick(LOCAL_NAMES), pick(NAMESPACES), n));
+        // Messages for route(): ones built from a registered selector's fields (they reach a handler) and
+        // ones to accounts without handlers (stored).
+        const deliverPool = Array.from({ length: POOL }, (_, n) => {
+          const { account, selector } = registered[Math.floor(random() * registered.length)]!;
+          const ln = selector.localName ?? pick(LOCAL_NAMES);
+          const ns = selector.namespace ?? pick(NAMESPACES);
+          return message(`user${account}@${DOMAIN}`, selector.type ?? pick(TYPES), ln, ns, n);
+        });
+        const storePool = Array.from({ length: POOL }, (_, n) => message(`store${Math.floor(random() * STORAGE_ACCOUNTS)}@${DOMAIN}`, pick(TYPES), pick(LOCAL_NAMES), pick(NAMESPACES), n));
 
-      store = await openSqliteStore(join(dir, 'xmpp-router.sqlite'));
-      const now = Date.now();
-      const insertAccount = async (id: string, userName: string): Promise<void> => {
-        expect(await store!.accounts.insert({ id, userName, passwordHash: 'bench:not-a-hash', email: null, state: 'active', createdAt: now }), `account ${userName} not inserted`);
-      };
-      for (let a = 0; a < ACCOUNTS; a++) await insertAccount(`account-${a}`, `user${a}`);
-      for (let a = 0; a < STORAGE_ACCOUNTS; a++) await insertAccount(`storage-${a}`, `store${a}`);
+        store = await openSqliteStore(join(dir, 'xmpp-router.sqlite'));
+        const now = Date.now();
+        const insertAccount = async (id: string, userName: string): Promise<void> => {
+          expect(await store!.accounts.insert({ id, userName, passwordHash: 'bench:not-a-hash', email: null, state: 'active', createdAt: now }), `account ${userName} not inserted`);
+        };
+        for (let a = 0; a < ACCOUNTS; a++) await insertAccount(`account-${a}`, `user${a}`);
+        for (let a = 0; a < STORAGE_ACCOUNTS; a++) await insertAccount(`storage-${a}`, `store${a}`);
 
-      const log = pino({ level: 'silent' });
-      const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 600_000 });
-      hub = new Hub({ bus: new MemoryBus(), broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
-      const connections = new Map<string, CountingConnection>();
-      for (let a = 0; a < ACCOUNTS; a++) {
-        for (let t = 0; t < TABS_PER_ACCOUNT; t++) {
-          const tab = `acct${a}-tab${t}`.padEnd(12, '0');
-          const connection = new CountingConnection();
-          connections.set(tab, connection);
-          await hub.attach(at(tab), connection);
+        const log = pino({ level: 'silent' });
+        const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 600_000 });
+        hub = new Hub({ bus: new MemoryBus(), broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
+        const connections = new Map<string, CountingConnection>();
+        for (let a = 0; a < ACCOUNTS; a++) {
+          for (let t = 0; t < TABS_PER_ACCOUNT; t++) {
+            const tab = `acct${a}-tab${t}`.padEnd(12, '0');
+            const connection = new CountingConnection();
+            connections.set(tab, connection);
+            await hub.attach(at(tab), connection);
+          }
         }
-      }
-      const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
-      const h = hub;
-      const s = store;
+        const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
+        const h = hub;
+        const s = store;
 
-      // Sanity: one of each path ends where it should.
-      const framesNow = (): number => [...connections.values()].reduce((n, c) => n + c.frames, 0);
-      expect((await router.route(deliverPool[0]!)) === 'delivered', 'a message matching a handler was not delivered');
-      await new Promise((r) => setImmediate(r));
-      expect(framesNow() === 1, `the tab got ${framesNow()} frames, expected 1`);
-      expect((await router.route(storePool[0]!)) === 'stored', 'a message to an account without handlers was not stored');
+        // Sanity: one of each path ends where it should.
+        const framesNow = (): number => [...connections.values()].reduce((n, c) => n + c.frames, 0);
+        expect((await router.route(deliverPool[0]!)) === 'delivered', 'a message matching a handler was not delivered');
+        await new Promise((r) => setImmediate(r));
+        expect(framesNow() === 1, `the tab got ${framesNow()} frames, expected 1`);
+        expect((await router.route(storePool[0]!)) === 'stored', 'a message to an account without handlers was not stored');
 
-      const outcomes = new Map<string, number>();
-      let partDeliveries = 0;
-      const route = (pool: InboundMessage[]) => async (i: number): Promise<void> => {
-        const outcome = await router.route(pool[i % POOL]!);
-        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
-      };
-      const specs: OperationSpec[] = [
-        { key: 'match', label: 'MemoryHandlerRegistry.match(account, message)', unit: 'match', op: (i) => handlers.match(matchPool[i % POOL]!.account, matchPool[i % POOL]!.message), async: true },
-        { key: 'route.delivered', label: "MessageRouter.route -> handler's tab (hub.deliver, MemoryBus)", unit: 'msg', op: route(deliverPool), async: true },
-        { key: 'route.stored', label: 'MessageRouter.route -> stored (SQLite append)', unit: 'msg', op: route(storePool), async: true },
-        { key: 'part.byUserName', label: '  part: accounts.byUserName (SQLite via Kysely)', unit: 'query', op: (i) => s.accounts.byUserName(`user${i % ACCOUNTS}`), async: true },
-        {
-          key: 'part.deliver',
-          label: '  part: hub.deliver to a local tab (+ microtask)',
-          unit: 'event',
-          op: async (i) => {
-            partDeliveries++;
-            await h.deliver(at(`acct${i % ACCOUNTS}-tab0`.padEnd(12, '0')), { type: 'onBench', data: i });
-          },
-          async: true,
-        },
-      ];
-      const framesBefore = framesNow();
-      const measured = await measureInterleaved(specs, { ...TIMING, otherLimitPercent: OTHER_CPU_LIMIT });
-      await new Promise((r) => setImmediate(r));
-      const delivered = outcomes.get('delivered') ?? 0;
-      const stored = outcomes.get('stored') ?? 0;
-      const frames = framesNow() - framesBefore;
-      expect(frames === delivered + partDeliveries, `the tabs got ${frames} frames for ${delivered} routed and ${partDeliveries} direct deliveries`);
-      const unexpected = [...outcomes].filter(([k]) => k !== 'delivered' && k !== 'stored');
-      expect(unexpected.length === 0, `unexpected route outcomes: ${JSON.stringify(unexpected)}`);
-
-      const rows = measured.map((m) => [
-        m.label,
-        formatRate(m.rate),
-        `${m.unit}/s`,
-        formatMicros(1e6 / m.rate),
-        `${(m.cpuPercent ?? 0).toFixed(0)}%`,
-        `${(m.otherCpuPercent ?? 0).toFixed(0)}%${(m.otherCpuPercent ?? 0) > OTHER_CPU_LIMIT ? ' !' : ''}`,
-      ]);
-      const shapes = [...shapeCount].sort((a, b) => b[0] - a[0]).map(([score, n]) => `${['()', 'type', 'ns', 'ns+type', 'ln', 'ln+type', 'ln+ns', 'ln+ns+type'][score]} ${n}`).join(', ');
-      const disturbed = measured.filter((m) => (m.otherCpuPercent ?? 0) > OTHER_CPU_LIMIT);
-      return {
-        title: xmppRouter.description,
-        context: [
-          machineLine(),
-          `tabwire: ${revision()}`,
-          `libraries: better-sqlite3 ${versionOf('better-sqlite3')}, kysely ${versionOf('kysely')}`,
-          `handlers: ${handlers.size.toLocaleString('en-US')} over ${ACCOUNTS.toLocaleString('en-US')} accounts (${HANDLERS_PER_ACCOUNT} each, on ${TABS_PER_ACCOUNT} tabs each); selector shapes: ${shapes}`,
-          `match pool: ${POOL} messages, random account, 90% with a payload element from the same name/namespace pools; ${((hits / POOL) * 100).toFixed(0)}% of them match a handler`,
-          `route: ${ACCOUNTS.toLocaleString('en-US')} accounts with handlers and ${STORAGE_ACCOUNTS.toLocaleString('en-US')} without in SQLite (temp dir); ${connections.size.toLocaleString('en-US')} tabs attached to a real Hub with counting connections`,
-          `outcomes while measured: ${delivered.toLocaleString('en-US')} delivered, ${stored.toLocaleString('en-US')} stored; frames counted at the tabs: ${frames.toLocaleString('en-US')} (= routed + ${partDeliveries.toLocaleString('en-US')} direct hub.deliver)`,
-          `idle check before the run: other processes used ${idle.toFixed(0)}% of a core`,
-          ...(disturbed.length > 0 ? [`WARNING: other processes used > ${OTHER_CPU_LIMIT}% of a core during ${disturbed.length} row(s) (marked !)`] : []),
-        ],
-        sections: [
+        const outcomes = new Map<string, number>();
+        let partDeliveries = 0;
+        const route = (pool: InboundMessage[]) => async (i: number): Promise<void> => {
+          const outcome = await router.route(pool[i % POOL]!);
+          outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+        };
+        const specs: OperationSpec[] = [
+          { key: 'match', label: 'MemoryHandlerRegistry.match(account, message)', unit: 'match', op: (i) => handlers.match(matchPool[i % POOL]!.account, matchPool[i % POOL]!.message), async: true },
+          { key: 'route.delivered', label: "MessageRouter.route -> handler's tab (hub.deliver, MemoryBus)", unit: 'msg', op: route(deliverPool), async: true },
+          { key: 'route.stored', label: 'MessageRouter.route -> stored (SQLite append)', unit: 'msg', op: route(storePool), async: true },
+          { key: 'part.byUserName', label: '  part: accounts.byUserName (SQLite via Kysely)', unit: 'query', op: (i) => s.accounts.byUserName(`user${i % ACCOUNTS}`), async: true },
           {
-            heading: `One thread of this process: median of ${TIMING.rounds} interleaved ${TIMING.sliceMs} ms slices; async rows one call at a time`,
-            lines: [
-              ...table(['operation', 'rate', 'unit', 'µs/op', 'CPU', 'other'], rows),
-              'No budget. The XMPP client -> Prosody -> tabwire component -> tab path is not measured here (see docs/benchmarks.md).',
-            ],
+            key: 'part.deliver',
+            label: '  part: hub.deliver to a local tab (+ microtask)',
+            unit: 'event',
+            op: async (i) => {
+              partDeliveries++;
+              await h.deliver(at(`acct${i % ACCOUNTS}-tab0`.padEnd(12, '0')), { type: 'onBench', data: i });
+            },
+            async: true,
           },
-        ],
-        measurements: measured as Measurement[],
-        budgets: [],
-      };
-    } finally {
-      hub?.close();
-      await store?.close();
-      process.off('exit', removeDir);
-      removeDir();
-    }
+        ];
+        const framesBefore = framesNow();
+        const measured = await measureInterleaved(specs, { ...TIMING, otherLimitPercent: OTHER_CPU_LIMIT });
+        await new Promise((r) => setImmediate(r));
+        const delivered = outcomes.get('delivered') ?? 0;
+        const stored = outcomes.get('stored') ?? 0;
+        const frames = framesNow() - framesBefore;
+        expect(frames === delivered + partDeliveries, `the tabs got ${frames} frames for ${delivered} routed and ${partDeliveries} direct deliveries`);
+        const unexpected = [...outcomes].filter(([k]) => k !== 'delivered' && k !== 'stored');
+        expect(unexpected.length === 0, `unexpected route outcomes: ${JSON.stringify(unexpected)}`);
+
+        const rows = measured.map((m) => [
+          m.label,
+          formatRate(m.rate),
+          `${m.unit}/s`,
+          formatMicros(1e6 / m.rate),
+          `${(m.cpuPercent ?? 0).toFixed(0)}%`,
+          `${(m.otherCpuPercent ?? 0).toFixed(0)}%${(m.otherCpuPercent ?? 0) > OTHER_CPU_LIMIT ? ' !' : ''}`,
+        ]);
+        const shapes = [...shapeCount].sort((a, b) => b[0] - a[0]).map(([score, n]) => `${['()', 'type', 'ns', 'ns+type', 'ln', 'ln+type', 'ln+ns', 'ln+ns+type'][score]} ${n}`).join(', ');
+        const disturbed = measured.filter((m) => (m.otherCpuPercent ?? 0) > OTHER_CPU_LIMIT);
+        return {
+          title: xmppRouter.description,
+          context: [
+            machineLine(),
+            `tabwire: ${revision()}`,
+            `libraries: better-sqlite3 ${versionOf('better-sqlite3')}, kysely ${versionOf('kysely')}`,
+            `handlers: ${handlers.size.toLocaleString('en-US')} over ${ACCOUNTS.toLocaleString('en-US')} accounts (${HANDLERS_PER_ACCOUNT} each, on ${TABS_PER_ACCOUNT} tabs each); selector shapes: ${shapes}`,
+            `match pool: ${POOL} messages, random account, 90% with a payload element from the same name/namespace pools; ${((hits / POOL) * 100).toFixed(0)}% of them match a handler`,
+            `route: ${ACCOUNTS.toLocaleString('en-US')} accounts with handlers and ${STORAGE_ACCOUNTS.toLocaleString('en-US')} without in SQLite (temp dir); ${connections.size.toLocaleString('en-US')} tabs attached to a real Hub with counting connections`,
+            `outcomes while measured: ${delivered.toLocaleString('en-US')} delivered, ${stored.toLocaleString('en-US')} stored; frames counted at the tabs: ${frames.toLocaleString('en-US')} (= routed + ${partDeliveries.toLocaleString('en-US')} direct hub.deliver)`,
+            `idle check before the run: other processes used ${idle.toFixed(0)}% of a core`,
+            ...(disturbed.length > 0 ? [`WARNING: other processes used > ${OTHER_CPU_LIMIT}% of a core during ${disturbed.length} row(s) (marked !)`] : []),
+          ],
+          sections: [
+            {
+              heading: `One thread of this process: median of ${TIMING.rounds} interleaved ${TIMING.sliceMs} ms slices; async rows one call at a time`,
+              lines: [
+                ...table(['operation', 'rate', 'unit', 'µs/op', 'CPU', 'other'], rows),
+                'No budget. The XMPP client -> Prosody -> tabwire component -> tab path is not measured here (see docs/benchmarks.md).',
+              ],
+            },
+          ],
+          measurements: measured as Measurement[],
+          budgets: [],
+        };
+      } finally {
+        hub?.close();
+        await store?.close();
+      }
+    });
   },
 };
