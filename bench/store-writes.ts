@@ -8,7 +8,6 @@
  * this process.
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
@@ -23,6 +22,7 @@ import { createSqlStore } from '../src/store/sql/sql-store.js';
 import type { LoginCode, Store } from '../src/store/stores.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { machineLine, revision } from './lib/channel-common.js';
+import { postmasterPid } from './lib/cluster-postgres.js';
 import { TreeCpu } from './lib/proc-cpu.js';
 import { formatRate, percentile, table } from './lib/stats.js';
 import { backgroundLoad } from './lib/sysload.js';
@@ -51,19 +51,6 @@ async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
 
 let serial = 0;
 const nextId = () => `b${(serial++).toString(36)}-${randomBytes(6).toString('hex')}`;
-
-/** The postmaster's pid: the parent of a backend (whose pid a query tells), read from /proc. */
-async function postmasterPid(url: string): Promise<number> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    const backend = (await client.query<{ pid: number }>('select pg_backend_pid() as pid')).rows[0]!.pid;
-    const stat = readFileSync(`/proc/${backend}/stat`, 'latin1');
-    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-  } finally {
-    await client.end();
-  }
-}
 
 interface RoundResult {
   rate: number;

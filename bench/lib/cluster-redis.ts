@@ -1,17 +1,11 @@
 /**
- * A private Redis for the cluster benchmark (bench/cluster.ts): a foreground child on loopback (Debian's
- * package, as test/helpers/redis.ts starts it) in a temporary directory, stopped by pid and removed
- * afterwards. Plus what the benchmark reads from it: the commands it ran (INFO commandstats), its memory and
- * CPU (/proc), and PING round trips that show it stalling.
+ * A private Redis for the cluster benchmark (bench/cluster.ts), started by test/helpers/redis.ts (a
+ * foreground child on loopback in a temporary directory, stopped by pid and removed afterwards). Plus what
+ * the benchmark reads from it: the commands it ran (INFO commandstats), its memory and CPU (/proc), and PING
+ * round trips that show it stalling.
  */
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { freePort } from './child.js';
-import { acceptsConnections } from '../../test/helpers/ports.js';
-import { outputTail, waitExit } from './foreground-server.js';
+import { startRedis } from '../../test/helpers/redis.js';
 import { procCpuMicros } from './proc-cpu.js';
 import { percentile } from './stats.js';
 
@@ -34,47 +28,24 @@ export interface BenchRedis {
   stop(): Promise<void>;
 }
 
-/** `redis-server --port P --save '' --appendonly no` in the foreground on loopback, in a temporary directory. */
+/** Redis as test/helpers/redis.ts starts it (`--save '' --appendonly no`, loopback), and a connection that reads it. */
 export async function startBenchRedis(): Promise<BenchRedis> {
-  const dir = mkdtempSync(join(tmpdir(), 'tabwire-bench-redis-'));
-  const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--save', '', '--appendonly', 'no', '--bind', '127.0.0.1', '--dir', dir, '--daemonize', 'no'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const output = outputTail(child);
-  const orphanGuard = (): void => {
-    child.kill('SIGKILL');
-  };
-  process.once('exit', orphanGuard);
+  const server = await startRedis();
   let reader: Redis | undefined;
   const stop = async (): Promise<void> => {
     reader?.disconnect();
-    if (!(await waitExit(child, 0))) {
-      child.kill('SIGTERM');
-      if (!(await waitExit(child, 5_000))) {
-        child.kill('SIGKILL');
-        await waitExit(child, 5_000);
-      }
-    }
-    process.off('exit', orphanGuard);
-    rmSync(dir, { recursive: true, force: true });
+    await server.stop();
   };
   try {
-    const deadline = Date.now() + 15_000;
-    while (!(await acceptsConnections(port))) {
-      if (child.exitCode !== null || child.signalCode !== null) throw new Error(`redis-server exited: ${output()}`);
-      if (Date.now() > deadline) throw new Error(`redis-server did not open port ${port}: ${output()}`);
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    const url = `redis://127.0.0.1:${port}`;
+    const url = server.url;
     const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
     client.on('error', () => undefined);
     await client.connect();
     reader = client;
-    if (child.pid === undefined) throw new Error('redis-server has no pid');
-    const pid = child.pid;
+    const pid = server.pid();
+    if (pid === undefined) throw new Error('redis-server has no pid');
     return {
-      port,
+      port: server.port,
       url,
       pid,
       async read() {

@@ -40,11 +40,16 @@ export interface PostgresOptions {
    * machine loses nothing they need, and databases are created faster); benchmarks keep it on.
    */
   fsync?: boolean;
+  /** `max_connections`; 200 unless given. */
+  maxConnections?: number;
+  /** More server settings, `name=value` each (passed as `-c`), such as the benchmarks' pg_stat_statements. */
+  settings?: readonly string[];
 }
 
 /** Initialises a data directory and starts PostgreSQL on a free loopback port. */
 export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresServer> {
-  const settings = ['-c', `fsync=${options.fsync === true ? 'on' : 'off'}`];
+  const settings = ['-c', `max_connections=${options.maxConnections ?? 200}`, '-c', `fsync=${options.fsync === true ? 'on' : 'off'}`];
+  for (const setting of options.settings ?? []) settings.push('-c', setting);
   const dir = mkdtempSync(join(tmpdir(), 'tabwire-pg-'));
   const data = join(dir, 'data');
   const owner = await postgresIds();
@@ -103,7 +108,7 @@ async function postgresIds(): Promise<{ uid: number; gid: number }> {
 /** `postgres -D … -p … -k …` in the foreground under runuser; resolves when the port accepts connections. */
 async function launch(dir: string, data: string, port: number, settings: string[]): Promise<ChildProcess> {
   const args = ['-u', 'postgres', '--', join(BIN, 'postgres'), '-D', data, '-p', String(port), '-k', dir, '-c', 'listen_addresses=127.0.0.1'];
-  args.push('-c', 'max_connections=200', ...settings);
+  args.push(...settings);
   // If the test process exits without stop(), take the server with it (best effort): the postmaster runs as postgres.
   const { child, output } = spawnWatched('runuser', args, () => {
     postmasterPid(data).then((pid) => pid && process.kill(pid, 'SIGQUIT'), () => undefined);

@@ -14,6 +14,8 @@ export interface RedisServer {
   port: number;
   /** `redis://127.0.0.1:<port>` */
   url: string;
+  /** pid of the running server (undefined while it is stopped), for readings of its CPU in /proc. */
+  pid(): number | undefined;
   /** SIGTERM, wait for exit, start again on the same port (nothing is kept: no RDB, no AOF). */
   restart(): Promise<void>;
   /** SIGTERM, wait for exit (SIGKILL after 5 s); `start()` brings it back on the same port. */
@@ -35,6 +37,7 @@ export async function startRedis(): Promise<RedisServer> {
   const server: RedisServer = {
     port,
     url: `redis://127.0.0.1:${port}`,
+    pid: () => child?.pid,
     async restart() {
       await server.stopServer();
       await server.start();
