@@ -21,10 +21,10 @@ import { ensureDevIdentity } from '../src/identity/dev-identity.js';
 import { signEd25519 } from '../src/identity/keys.js';
 import { signedMessage } from '../src/quicklogin/challenge.js';
 import { openSqliteStore } from '../src/store/sqlite/open.js';
-import { freePort, startChild, type ChildServer } from './lib/child.js';
-import { CpuWindow, OTHER_CPU_LIMIT, expect, ownCpu, waitUntil } from './lib/channel-common.js';
-import { percentile } from './lib/stats.js';
-import type { BudgetCheck, Measurement } from './lib/types.js';
+import { freePort, startChild, type ChildServer } from './lib/processes/child.js';
+import { CpuWindow, OTHER_CPU_LIMIT, expect, ownCpu, waitUntil } from './lib/common.js';
+import { percentile } from './lib/measure/stats.js';
+import type { BudgetCheck, Measurement } from './lib/measure/types.js';
 import { latencyServerConfig } from './servers/callbacks-tabwire.js';
 
 /** Logins per second, started on a fixed schedule (open loop: a slow answer does not slow the arrivals). */

@@ -16,14 +16,14 @@ import { loadConfig } from '../src/config/load.js';
 import { openSqliteStore } from '../src/store/sqlite/open.js';
 import type { Store } from '../src/store/stores.js';
 import { signatureToCallbackLatency, type LatencyReport } from './callback-latency.js';
-import { freePort, startChild, type ChildServer } from './lib/child.js';
-import { selfSignedLoopbackCertificate } from './lib/callbacks-tls.js';
-import { callbacksReport } from './lib/callbacks-report.js';
-import { observed, outboxRound, plainRound, type OutboxRig, type PlainRig } from './lib/callbacks-rounds.js';
-import { KINDS, N, ROUNDS, WARMUP_PASSES, type Round } from './lib/callbacks-settings.js';
-import { expect, waitForQuiet, waitUntil } from './lib/channel-common.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import type { BenchReport, Benchmark } from './lib/types.js';
+import { freePort, startChild, type ChildServer } from './lib/processes/child.js';
+import { selfSignedLoopbackCertificate } from './lib/callbacks/tls.js';
+import { callbacksReport } from './lib/callbacks/report.js';
+import { observed, outboxRound, plainRound, type OutboxRig, type PlainRig } from './lib/callbacks/rounds.js';
+import { KINDS, N, ROUNDS, WARMUP_PASSES, type Round } from './lib/callbacks/settings.js';
+import { expect, waitForQuiet, waitUntil } from './lib/common.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import type { BenchReport, Benchmark } from './lib/measure/types.js';
 
 /** The callbacks benchmark: outbox and plain rounds in turn, then the signature -> callback latency run. */
 export const callbacks: Benchmark = {

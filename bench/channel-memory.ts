@@ -5,7 +5,7 @@
  * See docs/benchmarks.md.
  */
 import { join } from 'node:path';
-import { freePort, startChild, type ChildServer } from './lib/child.js';
+import { freePort, startChild, type ChildServer } from './lib/processes/child.js';
 import {
   CpuWindow,
   OTHER_CPU_LIMIT,
@@ -21,12 +21,12 @@ import {
   versionOf,
   waitForQuiet,
   waitUntil,
-} from './lib/channel-common.js';
-import { startWorker, type Worker } from './lib/channel-worker.js';
-import { fetchOnce } from './lib/load.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { formatRatio, table } from './lib/stats.js';
-import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
+} from './lib/common.js';
+import { startWorker, type Worker } from './lib/processes/channel-worker.js';
+import { fetchOnce } from './lib/load/load.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { formatRatio, table } from './lib/measure/stats.js';
+import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/measure/types.js';
 
 /** Tab counts measured, ascending; the last one decides the budget. */
 const STEPS = [1_000, 5_000, 15_000] as const;

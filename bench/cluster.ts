@@ -1,8 +1,8 @@
 /**
  * Cluster benchmark: tabwire nodes on a shared PostgreSQL and Redis next to one embedded node (SQLite,
  * memory broker), all in one run on this machine. It starts its own PostgreSQL 15 and Redis on loopback
- * (bench/lib/cluster-postgres.ts, bench/lib/cluster-redis.ts), the nodes as child processes
- * (bench/servers/channel-tabwire.ts, via bench/lib/cluster-nodes.ts) and the waiting pages in their own
+ * (bench/lib/processes/postgres.ts, bench/lib/processes/redis.ts), the nodes as child processes
+ * (bench/servers/channel-tabwire.ts, via bench/lib/cluster/nodes.ts) and the waiting pages in their own
  * processes (bench/servers/cluster-clients.ts, one per node: one process may hold only ~20,000 open files).
  * This file runs the two sides in order; each measurement phase has its module in bench/lib/ (cluster-tabs,
  * cluster-deliver, cluster-logins, cluster-qr). It reports:
@@ -24,23 +24,23 @@ import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config/load.js';
 import { ensureDevIdentity } from '../src/identity/dev-identity.js';
 import { openStore } from '../src/store/open.js';
-import { freePort } from './lib/child.js';
-import { OTHER_CPU_LIMIT, expect, ownCpu, waitForQuiet, waitUntil } from './lib/channel-common.js';
-import { deliverMeasured } from './lib/cluster-deliver.js';
-import { logins } from './lib/cluster-logins.js';
-import { Meter, type Probe } from './lib/cluster-meter.js';
-import { connected, refreshesOf, startNode, stopNodes, type NodeRig } from './lib/cluster-nodes.js';
-import { startBenchPostgres, type BenchPostgres } from './lib/cluster-postgres.js';
-import { qrLoad } from './lib/cluster-qr.js';
-import { pingRedis, startBenchRedis, type BenchRedis } from './lib/cluster-redis.js';
-import { build } from './lib/cluster-report.js';
-import { IDLE_MS, LOGIN_WARMUP, LOGINS, MAX_RETRIES, NO_PERIODIC_BINDING_REFRESH, QR, QR_LIMITS, TABS, type QrRound, type Side } from './lib/cluster-settings.js';
-import { holdTabs } from './lib/cluster-tabs.js';
-import { fetchOnce } from './lib/load.js';
-import { procCpuMicros } from './lib/proc-cpu.js';
-import { QuietPolicy } from './lib/quiet.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import type { BenchReport, Benchmark } from './lib/types.js';
+import { freePort } from './lib/processes/child.js';
+import { OTHER_CPU_LIMIT, expect, ownCpu, waitForQuiet, waitUntil } from './lib/common.js';
+import { deliverMeasured } from './lib/cluster/deliver.js';
+import { logins } from './lib/cluster/logins.js';
+import { Meter, type Probe } from './lib/cluster/meter.js';
+import { connected, refreshesOf, startNode, stopNodes, type NodeRig } from './lib/cluster/nodes.js';
+import { startBenchPostgres, type BenchPostgres } from './lib/processes/postgres.js';
+import { qrLoad } from './lib/cluster/qr.js';
+import { pingRedis, startBenchRedis, type BenchRedis } from './lib/processes/redis.js';
+import { build } from './lib/cluster/report.js';
+import { IDLE_MS, LOGIN_WARMUP, LOGINS, MAX_RETRIES, NO_PERIODIC_BINDING_REFRESH, QR, QR_LIMITS, TABS, type QrRound, type Side } from './lib/cluster/settings.js';
+import { holdTabs } from './lib/cluster/tabs.js';
+import { fetchOnce } from './lib/load/load.js';
+import { procCpuMicros } from './lib/measure/proc-cpu.js';
+import { QuietPolicy } from './lib/measure/quiet.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import type { BenchReport, Benchmark } from './lib/measure/types.js';
 
 /** The embedded node's side: SQLite and the memory broker, one node; Redis and PostgreSQL idle, counted as ours. */
 async function embeddedSide(dir: string, redisPg: Probe[], quiet: QuietPolicy): Promise<Side> {

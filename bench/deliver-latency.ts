@@ -5,7 +5,7 @@
  * enters the figures. See docs/benchmarks.md.
  */
 import { join } from 'node:path';
-import { freePort, startChild, type ChildServer } from './lib/child.js';
+import { freePort, startChild, type ChildServer } from './lib/processes/child.js';
 import {
   CpuWindow,
   OTHER_CPU_LIMIT,
@@ -18,13 +18,13 @@ import {
   versionOf,
   waitForQuiet,
   waitUntil,
-} from './lib/channel-common.js';
-import { startWorker, type Worker } from './lib/channel-worker.js';
-import { fetchOnce } from './lib/load.js';
-import { QuietPolicy } from './lib/quiet.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { table } from './lib/stats.js';
-import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
+} from './lib/common.js';
+import { startWorker, type Worker } from './lib/processes/channel-worker.js';
+import { fetchOnce } from './lib/load/load.js';
+import { QuietPolicy } from './lib/measure/quiet.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { table } from './lib/measure/stats.js';
+import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/measure/types.js';
 
 const TABS = 10_000;
 const EVENTS = 2_000;

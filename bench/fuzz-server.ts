@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { freePort } from './lib/child.js';
+import { freePort } from './lib/processes/child.js';
 
 /**
  * The service `npm run fuzz` attacks when no --url is given: src/main.ts as a child process (tsx's

@@ -6,7 +6,7 @@
  */
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { freePort, startChild, type ChildServer } from './lib/child.js';
+import { freePort, startChild, type ChildServer } from './lib/processes/child.js';
 import {
   CpuWindow,
   OTHER_CPU_LIMIT,
@@ -22,12 +22,12 @@ import {
   versionOf,
   waitForQuiet,
   waitUntil,
-} from './lib/channel-common.js';
-import { startWorker, type Worker } from './lib/channel-worker.js';
-import { fetchOnce } from './lib/load.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { table } from './lib/stats.js';
-import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
+} from './lib/common.js';
+import { startWorker, type Worker } from './lib/processes/channel-worker.js';
+import { fetchOnce } from './lib/load/load.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { table } from './lib/measure/stats.js';
+import type { BenchReport, Benchmark, Measurement } from './lib/measure/types.js';
 
 const POLLS = 5_000;
 const HOLD_SECONDS = 60;

@@ -13,11 +13,11 @@ import { encode as uqrEncode } from 'uqr';
 import { cpus } from 'node:os';
 import { newCode } from '../src/quicklogin/codes.js';
 import { encodeQr } from '../src/quicklogin/qr-matrix.js';
-import { versionOf } from './lib/channel-common.js';
-import { backgroundLoad } from './lib/sysload.js';
-import { formatMicros, formatRate, formatRatio, table } from './lib/stats.js';
-import { measureInterleaved, type OperationSpec } from './lib/timing.js';
-import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
+import { versionOf } from './lib/common.js';
+import { backgroundLoad } from './lib/measure/sysload.js';
+import { formatMicros, formatRate, formatRatio, table } from './lib/measure/stats.js';
+import { measureInterleaved, type OperationSpec } from './lib/measure/timing.js';
+import type { BenchReport, Benchmark, Measurement } from './lib/measure/types.js';
 
 type JsQR = typeof jsQRModule.default;
 // jsqr is CommonJS with a `default` export; see test/helpers/qr-decode.ts.

@@ -8,17 +8,17 @@ import { cpus } from 'node:os';
 import { newCode } from '../src/quicklogin/codes.js';
 import { encodeQr } from '../src/quicklogin/qr-matrix.js';
 import { pngSide } from '../src/quicklogin/qr-png.js';
-import { revision, versionOf } from './lib/channel-common.js';
-import { freePort } from './lib/child.js';
-import { bareFastify, TEXT_VARIANTS, tabwire, tabwireTextVariant } from './lib/qr-issuance-http.js';
-import { inProcess } from './lib/qr-issuance-in-process.js';
-import { Reference } from './lib/qr-issuance-reference.js';
-import { build, type Figures } from './lib/qr-issuance-report.js';
-import { MAX_RETRIES, MODULE_PIXELS, OTHER_CPU_LIMIT, QUIET_WAIT_MS, QUIET_ZONE, URL_POOL } from './lib/qr-issuance-settings.js';
-import { QuietPolicy } from './lib/quiet.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { backgroundLoad } from './lib/sysload.js';
-import type { BenchReport, Benchmark } from './lib/types.js';
+import { revision, versionOf } from './lib/common.js';
+import { freePort } from './lib/processes/child.js';
+import { bareFastify, TEXT_VARIANTS, tabwire, tabwireTextVariant } from './lib/qr-issuance/http.js';
+import { inProcess } from './lib/qr-issuance/in-process.js';
+import { Reference } from './lib/qr-issuance/reference.js';
+import { build, type Figures } from './lib/qr-issuance/report.js';
+import { MAX_RETRIES, MODULE_PIXELS, OTHER_CPU_LIMIT, QUIET_WAIT_MS, QUIET_ZONE, URL_POOL } from './lib/qr-issuance/settings.js';
+import { QuietPolicy } from './lib/measure/quiet.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { backgroundLoad } from './lib/measure/sysload.js';
+import type { BenchReport, Benchmark } from './lib/measure/types.js';
 
 /** The QR issuance benchmark: in-process rows, then the bare route, tabwire and its text variants over HTTP. */
 export const qrIssuance: Benchmark = {

@@ -9,9 +9,9 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
-import { freePort, startChild } from './lib/child.js';
-import { fetchOnce, runLoad } from './lib/load.js';
-import { formatRate, table } from './lib/stats.js';
+import { freePort, startChild } from './lib/processes/child.js';
+import { fetchOnce, runLoad } from './lib/load/load.js';
+import { formatRate, table } from './lib/measure/stats.js';
 
 const mode = process.argv[2] ?? 'text';
 const seconds = Number(process.argv[3] ?? '8');

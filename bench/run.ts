@@ -2,10 +2,10 @@
  * `npm run bench [-- <name>...] [-- --strict]`: runs the benchmark modules one after another and
  * prints their tables. With names, only those run. With --strict, a budget that is missed or could
  * not be measured reliably (busy or drifting machine) exits 1.
- * To add a benchmark, write a module exporting a `Benchmark` (bench/lib/types.ts) and list it below.
+ * To add a benchmark, write a module exporting a `Benchmark` (bench/lib/measure/types.ts) and list it below.
  */
 import { performance } from 'node:perf_hooks';
-import type { BenchReport, Benchmark } from './lib/types.js';
+import type { BenchReport, Benchmark } from './lib/measure/types.js';
 import { callbacks } from './callbacks.js';
 import { channelMemory } from './channel-memory.js';
 import { cluster } from './cluster.js';

@@ -1,6 +1,6 @@
 /**
  * Soak: `npm run soak`. 10,000 waiting login pages refreshing their QR code every 2 s for 10
- * minutes against one tabwire node (the waiting-people rig: bench/lib/waiting-rig.ts), the
+ * minutes against one tabwire node (the waiting-people rig: bench/lib/waiting/rig.ts), the
  * server's RSS printed every 30 s. Passes when RSS stays within 10 % after a 1-minute warm-up and
  * nothing failed; exits 1 otherwise. A bench script, not a test: it takes about 12 minutes and
  * wants a quiet machine. See docs/benchmarks.md "Soak".
@@ -9,10 +9,10 @@
  * BENCH_WAITING_MODE and BENCH_PIN work as in bench/waiting-people.ts.
  */
 import { join } from 'node:path';
-import { OTHER_CPU_LIMIT, machineLine, mib, revision, waitForQuiet } from './lib/channel-common.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { table } from './lib/stats.js';
-import { QR_LIMIT_ENV, WaitingRig, serverCores, tasksetAvailable, type WindowResult } from './lib/waiting-rig.js';
+import { OTHER_CPU_LIMIT, machineLine, mib, revision, waitForQuiet } from './lib/common.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { table } from './lib/measure/stats.js';
+import { QR_LIMIT_ENV, WaitingRig, serverCores, tasksetAvailable, type WindowResult } from './lib/waiting/rig.js';
 import { waitingMode } from './waiting-people.js';
 
 const TABS = Number(process.env.SOAK_TABS ?? 10_000);

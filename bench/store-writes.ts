@@ -21,12 +21,12 @@ import { guardedDialect } from '../src/store/sql/guarded-dialect.js';
 import { createSqlStore } from '../src/store/sql/sql-store.js';
 import type { LoginCode, Store } from '../src/store/stores.js';
 import { startPostgres } from '../test/helpers/postgres.js';
-import { machineLine, revision } from './lib/channel-common.js';
-import { postmasterPid } from './lib/cluster-postgres.js';
-import { TreeCpu } from './lib/proc-cpu.js';
-import { formatRate, percentile, table } from './lib/stats.js';
-import { backgroundLoad } from './lib/sysload.js';
-import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
+import { machineLine, revision } from './lib/common.js';
+import { postmasterPid } from './lib/processes/postgres.js';
+import { TreeCpu } from './lib/measure/proc-cpu.js';
+import { formatRate, percentile, table } from './lib/measure/stats.js';
+import { backgroundLoad } from './lib/measure/sysload.js';
+import type { BenchReport, Benchmark, Measurement } from './lib/measure/types.js';
 
 const ROUND_MS = 2_000;
 const ROUNDS = 3;

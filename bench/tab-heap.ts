@@ -9,11 +9,11 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { waitUntil } from './lib/channel-common.js';
-import { startWorker } from './lib/channel-worker.js';
-import { freePort, startChild } from './lib/child.js';
-import { fetchOnce } from './lib/load.js';
-import { table } from './lib/stats.js';
+import { waitUntil } from './lib/common.js';
+import { startWorker } from './lib/processes/channel-worker.js';
+import { freePort, startChild } from './lib/processes/child.js';
+import { fetchOnce } from './lib/load/load.js';
+import { table } from './lib/measure/stats.js';
 
 const bare = process.argv.includes('--bare');
 const tabs = Number(process.argv.slice(2).find((a) => a !== '--bare') ?? '5000');

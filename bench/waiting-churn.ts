@@ -5,15 +5,15 @@
  * id, `Register`, a code at once). The waiting-people benchmark measures the same churn at its end, after
  * ~8 minutes of ramp and holds (a large SQLite file, a large heap); this one starts from an empty node, so
  * the figure is the arrivals' own: first the churn's onset (20 s), then its steady state (60 s). Not a budget. Same rig, cores and load as waiting-people
- * (bench/lib/waiting-rig.ts). See docs/benchmarks.md "People coming and going".
+ * (bench/lib/waiting/rig.ts). See docs/benchmarks.md "People coming and going".
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { machineLine, mib, revision, waitForQuiet } from './lib/channel-common.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { table } from './lib/stats.js';
-import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
-import { fmt, header, measurementOf, ms, row } from './lib/waiting-report.js';
-import { WaitingRig, holds, serverCores, tasksetAvailable, type WindowResult } from './lib/waiting-rig.js';
+import { machineLine, mib, revision, waitForQuiet } from './lib/common.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { table } from './lib/measure/stats.js';
+import type { BenchReport, Benchmark, Measurement } from './lib/measure/types.js';
+import { fmt, header, measurementOf, ms, row } from './lib/waiting/report.js';
+import { WaitingRig, holds, serverCores, tasksetAvailable, type WindowResult } from './lib/waiting/rig.js';
 import { CHURN_STAY_MS, P99_LIMIT_MS, PERIOD_MS, POOL, waitingMode } from './waiting-people.js';
 
 const TABS = Number(process.env.BENCH_CHURN_TABS ?? 12_000);

@@ -6,20 +6,20 @@
  * reported with the server's CPU and RSS. Then, at the N held (and at the budget's N if that does not hold),
  * people come and go for 60 s (a page leaves after a random stay of 120 s on average and a new person's page
  * takes its place): not a budget, the figure with arrivals. Server and load run in separate processes on loopback,
- * one core each (bench/lib/waiting-rig.ts). See docs/benchmarks.md "Waiting people".
+ * one core each (bench/lib/waiting/rig.ts). See docs/benchmarks.md "Waiting people".
  *
  * The default is a reference page with data-mode="text" (one POST per refresh); BENCH_WAITING_MODE=image
  * measures the demo page's `image` mode (POST, then the PNG); BENCH_PIN=off leaves both cores to the scheduler.
  */
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { OTHER_CPU_LIMIT, machineLine, mib, openFilesLimit, revision, versionOf, waitForQuiet } from './lib/channel-common.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { table } from './lib/stats.js';
-import { backgroundLoad } from './lib/sysload.js';
-import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/types.js';
-import { describeErrors, fmt, header, measurementOf, ms, row } from './lib/waiting-report.js';
-import { QR_LIMIT_ENV, WaitingRig, holds, serverCores, tasksetAvailable, type WaitingMode, type WindowResult } from './lib/waiting-rig.js';
+import { OTHER_CPU_LIMIT, machineLine, mib, openFilesLimit, revision, versionOf, waitForQuiet } from './lib/common.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { table } from './lib/measure/stats.js';
+import { backgroundLoad } from './lib/measure/sysload.js';
+import type { BenchReport, Benchmark, BudgetCheck, Measurement } from './lib/measure/types.js';
+import { describeErrors, fmt, header, measurementOf, ms, row } from './lib/waiting/report.js';
+import { QR_LIMIT_ENV, WaitingRig, holds, serverCores, tasksetAvailable, type WaitingMode, type WindowResult } from './lib/waiting/rig.js';
 
 /** Tab counts tried, ascending; those above the server's open-file capacity are left out. */
 const STEPS = [1_000, 2_000, 4_000, 8_000, 12_000, 16_000, 19_000] as const;

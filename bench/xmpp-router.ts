@@ -18,11 +18,11 @@ import { MemoryBroker } from '../src/broker/memory-broker.js';
 import type { EventFrame } from '../src/protocol/frames.js';
 import { openSqliteStore } from '../src/store/sqlite/open.js';
 import type { Store } from '../src/store/stores.js';
-import { OTHER_CPU_LIMIT, expect, machineLine, revision, versionOf, waitForQuiet } from './lib/channel-common.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import { formatMicros, formatRate, table } from './lib/stats.js';
-import { measureInterleaved, type OperationSpec } from './lib/timing.js';
-import type { BenchReport, Benchmark, Measurement } from './lib/types.js';
+import { OTHER_CPU_LIMIT, expect, machineLine, revision, versionOf, waitForQuiet } from './lib/common.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import { formatMicros, formatRate, table } from './lib/measure/stats.js';
+import { measureInterleaved, type OperationSpec } from './lib/measure/timing.js';
+import type { BenchReport, Benchmark, Measurement } from './lib/measure/types.js';
 
 const ACCOUNTS = 1_000;
 const HANDLERS_PER_ACCOUNT = 10;

@@ -8,14 +8,14 @@ import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import { startProsody, type ProsodyServer } from '../test/helpers/prosody.js';
 import { startXmppClient, type TestXmppClient } from '../test/helpers/xmpp-client.js';
-import { expect } from './lib/channel-common.js';
-import { waitForOtherRuns } from './lib/other-runs.js';
-import { prosodyCpuProbe } from './lib/prosody-cpu.js';
-import { inScratchDir } from './lib/scratch-dir.js';
-import type { BenchReport, Benchmark } from './lib/types.js';
-import { xmppThroughputReport } from './lib/xmpp-throughput-report.js';
-import { ThroughputRounds } from './lib/xmpp-throughput-rounds.js';
-import { N_TABS, TABWIRE_ROUNDS, USERS } from './lib/xmpp-throughput-settings.js';
+import { expect } from './lib/common.js';
+import { waitForOtherRuns } from './lib/measure/other-runs.js';
+import { prosodyCpuProbe } from './lib/measure/prosody-cpu.js';
+import { inScratchDir } from './lib/measure/scratch-dir.js';
+import type { BenchReport, Benchmark } from './lib/measure/types.js';
+import { xmppThroughputReport } from './lib/xmpp-throughput/report.js';
+import { ThroughputRounds } from './lib/xmpp-throughput/rounds.js';
+import { N_TABS, TABWIRE_ROUNDS, USERS } from './lib/xmpp-throughput/settings.js';
 
 /** The XMPP throughput benchmark: bare, then tabwire and bare rounds in turn, through one private Prosody. */
 export const xmppThroughput: Benchmark = {

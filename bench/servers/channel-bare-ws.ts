@@ -12,7 +12,7 @@ import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';
 import { WebSocketServer } from 'ws';
-import { settleHeap } from '../lib/channel-heap.js';
+import { settleHeap } from '../lib/measure/channel-heap.js';
 import { serveAsChild } from './protocol.js';
 
 await serveAsChild(async () => {

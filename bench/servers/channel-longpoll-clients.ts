@@ -2,7 +2,7 @@
  * Load-generator child for the long-poll benchmark: many tabs polling `POST /ClientEvents`
  * (text/plain body, X-TabID, session cookie), each over its own keep-alive connection (one
  * node:http Agent per tab, as each browser tab would hold its own).
- * Driven over IPC by bench/lib/channel-worker.ts. Loopback only.
+ * Driven over IPC by bench/lib/processes/channel-worker.ts. Loopback only.
  *
  * Commands:
  *   first  {port, prefix, count, concurrency}: each tab's first poll, answered at once with the
@@ -12,8 +12,8 @@
  *   close-all
  */
 import { Agent, request } from 'node:http';
-import { tabIdOf } from '../lib/channel-ids.js';
-import { serveWorker } from '../lib/channel-worker.js';
+import { tabIdOf } from '../lib/load/channel-ids.js';
+import { serveWorker } from '../lib/processes/channel-worker.js';
 
 const agents: Agent[] = [];
 let port = 0;

@@ -34,8 +34,8 @@ import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { refreshTabBindings } from '../../src/hub/binding-refresh.js';
 import type { TabAddress } from '../../src/protocol/address.js';
-import { settleHeap } from '../lib/channel-heap.js';
-import { tabIdOf } from '../lib/channel-ids.js';
+import { settleHeap } from '../lib/measure/channel-heap.js';
+import { tabIdOf } from '../lib/load/channel-ids.js';
 import { serveAsChild } from './protocol.js';
 
 interface Args {

@@ -1,7 +1,7 @@
 /**
  * Load-generator child for the WebSocket benchmarks: opens and holds many `ws` client sockets
  * (subprotocol `ls`), each registering one tab, and measures event latency on receipt. Driven over
- * IPC by bench/lib/channel-worker.ts. Loopback only.
+ * IPC by bench/lib/processes/channel-worker.ts. Loopback only.
  *
  * Commands:
  *   open    {url, prefix, from, to, concurrency}: opens tabs tabIdOf(prefix, i) for i in [from, to), each sends Register
@@ -12,8 +12,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import WebSocket from 'ws';
-import { tabIdOf } from '../lib/channel-ids.js';
-import { serveWorker } from '../lib/channel-worker.js';
+import { tabIdOf } from '../lib/load/channel-ids.js';
+import { serveWorker } from '../lib/processes/channel-worker.js';
 import { EventLatencies, latencyCommands } from './event-latencies.js';
 import { lanes } from './lanes.js';
 import { retireWarmupTabs } from './warmup-tabs.js';

@@ -5,7 +5,7 @@
  * server's CheckServerInstance back, then `Ping` every `pingMs` (phases spread). The parent asks for the
  * cookies, so it can send the tabs' QR requests and signatures to any node. Arrival times are read with
  * process.hrtime (CLOCK_MONOTONIC, shared by every process on the machine) before parsing. Loopback only.
- * Driven over IPC by bench/lib/channel-worker.ts.
+ * Driven over IPC by bench/lib/processes/channel-worker.ts.
  *
  * Commands:
  *   setup   {port, origin, prefix, pingMs}
@@ -19,9 +19,9 @@
  *   stats   {open, failed, unexpectedCloses, received}
  */
 import WebSocket from 'ws';
-import { tabIdOf } from '../lib/channel-ids.js';
-import { serveWorker } from '../lib/channel-worker.js';
-import { openRegistered } from '../lib/registered-socket.js';
+import { tabIdOf } from '../lib/load/channel-ids.js';
+import { serveWorker } from '../lib/processes/channel-worker.js';
+import { openRegistered } from '../lib/load/registered-socket.js';
 import { EventLatencies, latencyCommands } from './event-latencies.js';
 import { lanes } from './lanes.js';
 import { startPings, stopPings } from './tab-pings.js';

@@ -4,7 +4,7 @@
  * CLOCK_MONOTONIC time in ns (process.hrtime.bigint(): one clock for every process on the machine), set
  * against the arrival time the child read before parsing the frame.
  */
-import { percentile } from '../lib/stats.js';
+import { percentile } from '../lib/measure/stats.js';
 
 /** The samples since the last `reset`, in ms. */
 export class EventLatencies {

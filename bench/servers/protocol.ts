@@ -1,6 +1,6 @@
-import type { Measurement } from '../lib/types.js';
+import type { Measurement } from '../lib/measure/types.js';
 
-/** Messages over the IPC channel between bench/run.ts and a server child (bench/lib/child.ts). */
+/** Messages over the IPC channel between bench/run.ts and a server child (bench/lib/processes/child.ts). */
 export type ParentRequest =
   | { type: 'cpu'; id: number }
   /** Measure the reference operation in the child (while it serves nothing), for `ms` after `warmupMs`. */

@@ -1,7 +1,7 @@
 import { newCode } from '../../src/quicklogin/codes.js';
 import { encodeQr } from '../../src/quicklogin/qr-matrix.js';
-import { measureSync } from '../lib/timing.js';
-import type { Measurement } from '../lib/types.js';
+import { measureSync } from '../lib/measure/timing.js';
+import type { Measurement } from '../lib/measure/types.js';
 
 const POOL = 1024;
 

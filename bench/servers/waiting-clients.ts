@@ -16,7 +16,7 @@
  * own tab's cookie. Latency runs from the moment a tab's timer fires (waiting for a free pool
  * connection included) until the last byte of the answer (of the PNG in `image` mode). Loopback only.
  *
- * Commands (driven over IPC by bench/lib/channel-worker.ts):
+ * Commands (driven over IPC by bench/lib/processes/channel-worker.ts):
  *   setup        {port, mode, periodMs, pingMs, poolSize, prefix}
  *   open         {from, to, concurrency}: opens and registers tabs tabIdOf(prefix, i), i in [from, to)
  *   start        {}: every opened tab that is not refreshing yet starts; first requests spread evenly over periodMs
@@ -33,7 +33,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
-import { serveWorker } from '../lib/channel-worker.js';
+import { serveWorker } from '../lib/processes/channel-worker.js';
 import { lanes } from './lanes.js';
 import { startPings } from './tab-pings.js';
 import { churning, setChurn } from './waiting/churn.js';

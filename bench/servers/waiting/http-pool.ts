@@ -5,7 +5,7 @@
  * connections. Each request brings its own bytes, its tab's cookie included.
  */
 import { connect, type Socket } from 'node:net';
-import { AnswerReader, type HttpAnswer } from '../../lib/http-answer-reader.js';
+import { AnswerReader, type HttpAnswer } from '../../lib/load/http-answer-reader.js';
 
 /** Receives an answer: its status, its head (status line and headers) and its body. */
 export type Answer = (status: number, head: string, body: Buffer) => void;

@@ -3,7 +3,7 @@
  * latency, errors, when refreshes start, pages coming and going, and its own event-loop delay.
  */
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
-import { LatencyHistogram, type HistogramData } from '../../lib/latency-histogram.js';
+import { LatencyHistogram, type HistogramData } from '../../lib/measure/latency-histogram.js';
 import { state } from './state.js';
 
 /** What `window-read` answers. */
@@ -31,7 +31,7 @@ export interface WindowReading {
   maxQueue: number;
   tabs: number;
   windowMs: number;
-  /** Refreshes started per `arrivalBinMs` of the window, from its start (see `arrivalBunching` in waiting-window.ts). */
+  /** Refreshes started per `arrivalBinMs` of the window, from its start (see `arrivalBunching` in bench/lib/waiting/window.ts). */
   arrivals: number[];
   arrivalBinMs: number;
   /** With churn: pages that left, and new pages that took their place, in the window. */

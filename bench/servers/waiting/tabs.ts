@@ -4,8 +4,8 @@
  * and on leaving Unregister and close 1000.
  */
 import WebSocket from 'ws';
-import { tabIdOf } from '../../lib/channel-ids.js';
-import { openRegistered } from '../../lib/registered-socket.js';
+import { tabIdOf } from '../../lib/load/channel-ids.js';
+import { openRegistered } from '../../lib/load/registered-socket.js';
 import { stopPings } from '../tab-pings.js';
 import { qrRequest, USER_AGENT } from './requests.js';
 import { state, type Setup } from './state.js';
