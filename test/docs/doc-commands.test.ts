@@ -81,7 +81,7 @@ describe('documented commands, run as written', () => {
     expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'sign', 'wallet-approve', 'ways-to-run'].sort());
   });
 
-  it('docs/cli.md: the three ways to run tabwire print the same thing (`help` for <command>)', SLOW, async () => {
+  it('docs/cli.md: the ways to run tabwire print the same thing (`help` for <command>)', SLOW, async () => {
     // "when the package is installed": npm puts a `tabwire` on PATH that runs the package's bin.
     const onPath = join(dir, 'bin');
     mkdirSync(onPath);
@@ -93,7 +93,9 @@ describe('documented commands, run as written', () => {
     const help = (await runCli(['help'])).stdout;
     expect(help).toMatch(/^tabwire: QR-code login service/);
     expect(help).toMatch(/^ {2}identity +create identities/m);
-    expect(ran.stdout).toBe(help.repeat(3));
+    const commands = lines.split('\n').filter((line) => line.trim() !== '' && !line.startsWith('#'));
+    expect(commands.length).toBeGreaterThanOrEqual(3);
+    expect(ran.stdout).toBe(help.repeat(commands.length));
   });
 
   it('docs/cli.md: login prints the signUrl, sign approves it, and login prints the verified identity', SLOW, async () => {
