@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Builds an SDK package (packages/client, packages/backend) from the service's own sources, so the
 // packages and the service's `tabwire/client` and `tabwire/backend` exports are one code (docs/sdk.md
-// "How the packages are built"). Each package's `prepare` runs it: on `npm pack`, on an install from git,
-// and for the workspace links on `npm ci` in a clone. It builds only when a source is newer than the
-// package's last build (freshness.mjs), so a clone's `npm ci` pays for it once.
+// "How the packages are built"). Each package's `prepack` runs it on `npm pack -w packages/<name>`, and the
+// root's `prepare` (prepare.mjs) on an install of one package from git. It builds only when a source is
+// newer than the package's last build (freshness.mjs).
 //   node scripts/build-sdk.mjs client|backend [--force]
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -40,13 +40,6 @@ const pkg = PACKAGES[name];
 if (pkg === undefined) {
   console.error(`usage: build-sdk.mjs ${Object.keys(PACKAGES).join('|')} [--force]`);
   process.exit(2);
-}
-// On `npm ci` in a clone npm runs the workspace links' `prepare` too; the service does not use these
-// packages, so a clone's install (the quick start, CI) is not made slower by building them. `npm pack`
-// and an install from git build them.
-if (process.env.npm_command === 'ci' && process.env.npm_lifecycle_event === 'prepare' && !args.force) {
-  console.log(`@tabwire/${name}: not built on npm ci (npm pack -w packages/${name} builds it)`);
-  process.exit(0);
 }
 const dir = path.join(root, 'packages', name);
 const out = path.join(dir, 'dist');

@@ -18,7 +18,8 @@ import { until } from '../helpers/until.js';
  * sources), each tarball installed alone in an empty project, the budget measured (packages installed,
  * seconds, no install script, no native build), and the docs' own examples run there: the backend
  * example verifies a signed callback and refuses a tampered one; the page example bundles with esbuild
- * into a script that imports nothing at run time. Everything under os.tmpdir(); the repository is read only.
+ * into a script that imports nothing at run time. Then `@tabwire/client` from git, as docs/sdk.md says
+ * (`#<commit>::path:packages/client`). Everything under os.tmpdir(); the repository is read only.
  */
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const SLOW_MS = 10 * 60_000;
@@ -84,6 +85,7 @@ interface Installed {
 }
 
 let tmp: string;
+let checkout: string;
 const installed = new Map<'client' | 'backend', Installed>();
 
 async function install(name: 'client' | 'backend', tarball: string): Promise<Installed> {
@@ -105,7 +107,7 @@ async function install(name: 'client' | 'backend', tarball: string): Promise<Ins
 
 beforeAll(async () => {
   tmp = mkdtempSync(path.join(tmpdir(), 'tabwire-sdk-'));
-  const checkout = path.join(tmp, 'checkout');
+  checkout = path.join(tmp, 'checkout');
   const { stdout } = await run('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], root);
   for (const file of stdout.split('\0').filter(Boolean)) {
     if (!existsSync(path.join(root, file))) continue; // deleted in the work tree, not yet committed
@@ -204,4 +206,27 @@ describe('the SDK packages, packed and installed into an empty project', () => {
     expect(code).toContain('/QuickLogin');
     expect(code).not.toMatch(/\bimport\s*\(|\brequire\(/);
   });
+
+  it('@tabwire/client installs from git with ::path:, built on the way, with no install script of its own', async () => {
+    // The checkout as a repository of one commit, what npm clones from a git URL.
+    const git = (...args: string[]) => run('git', ['-c', 'user.name=test', '-c', 'user.email=test@example.org', ...args], checkout);
+    await git('init', '-q');
+    await git('add', '-A', '--', '.', ':!node_modules');
+    await git('commit', '-q', '-m', 'checkout');
+    const commit = (await git('rev-parse', 'HEAD')).stdout.trim();
+    const dir = path.join(tmp, 'project-git');
+    mkdirSync(dir);
+    writeFileSync(path.join(dir, 'package.json'), JSON.stringify({ name: 'scratch', private: true, type: 'module' }, null, 2));
+    const started = performance.now();
+    const out = await run('npm', ['install', `git+file://${checkout}#${commit}::path:packages/client`], dir, NPM_ENV);
+    const seconds = (performance.now() - started) / 1000;
+    const lock = JSON.parse(readFileSync(path.join(dir, 'node_modules', '.package-lock.json'), 'utf8')) as { packages: Record<string, LockEntry> };
+    const packages = Object.keys(lock.packages);
+    console.log(`@tabwire/client from git: ${packages.length} package(s) installed in ${seconds.toFixed(1)} s`);
+    expect(packages).toEqual(['node_modules/@tabwire/client']);
+    expect(out.stdout + out.stderr).not.toMatch(/install-scripts|allowScripts/);
+    const shipped = readdirSync(path.join(dir, 'node_modules', '@tabwire', 'client'), { recursive: true }).map(String);
+    expect(shipped).toEqual(expect.arrayContaining([path.join('dist', 'index.js'), path.join('dist', 'index.d.ts')]));
+    expect(shipped.filter((file) => file.startsWith('src') || file.endsWith('.build-stamp'))).toEqual([]);
+  }, SLOW_MS);
 });
