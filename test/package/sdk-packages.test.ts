@@ -146,6 +146,44 @@ describe('the SDK packages, packed and installed into an empty project', () => {
     expect(shipped).toContain(path.join('@tabwire', name, 'dist', name === 'client' ? 'index.d.ts' : path.join('callbacks', 'verify.d.ts')));
   });
 
+  it.each([
+    [
+      'client',
+      { module: 'ESNext', moduleResolution: 'Bundler', lib: ['ES2022', 'DOM'], types: [] },
+      `import { createEventClient, qrImageSource, type EventsApi, type QuickLoginResult, type QuickLoginSession } from '@tabwire/client';
+export function page(): QuickLoginSession {
+  const events: EventsApi = createEventClient();
+  return events.quickLogin({ mode: 'image', purpose: 'Log in', onCode: (code) => qrImageSource(code), onResult: (r: QuickLoginResult) => r.Id });
+}
+// @ts-expect-error: 'svg' is not a QR mode (the declarations are real types, not any)
+export const wrong = (events: EventsApi) => events.quickLogin({ mode: 'svg', purpose: 'x' });
+`,
+    ],
+    [
+      'backend',
+      { module: 'NodeNext', moduleResolution: 'NodeNext', lib: ['ES2022'], types: ['node'] },
+      `import { CallbackVerificationError, verifyCallback, verifyResultSignature, type VerifyOptions } from '@tabwire/backend';
+export function check(headers: Record<string, string>, body: string, key: string, result: unknown): string | undefined {
+  const options: VerifyOptions = { toleranceSeconds: 60 };
+  try {
+    verifyCallback(headers, body, key, options);
+  } catch (err) {
+    if (!(err instanceof CallbackVerificationError)) throw err;
+  }
+  return verifyResultSignature(result, { keys: [] });
+}
+// @ts-expect-error: a string is not the keys
+export const wrong = () => verifyResultSignature({}, 'keys');
+`,
+    ],
+  ] as const)('@tabwire/%s ships declarations that type-check a user of it (skipLibCheck off)', async (name, options, source) => {
+    const { dir } = installed.get(name)!;
+    writeFileSync(path.join(dir, 'check.ts'), source);
+    const compilerOptions = { target: 'ES2022', strict: true, noEmit: true, skipLibCheck: false, typeRoots: [path.join(root, 'node_modules', '@types')], ...options };
+    writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions, files: ['check.ts'] }));
+    await run(process.execPath, [path.join(root, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', 'tsconfig.json'], dir);
+  }, SLOW_MS);
+
   it('the backend example of docs/sdk.md accepts a callback signed as the service signs it and refuses a tampered body', async () => {
     const { dir } = installed.get('backend')!;
     const example = docExamples().get('server.mjs');
