@@ -29,10 +29,10 @@ export interface DocBlock {
 /** Info strings of blocks a reader runs: commands and code snippets (config files and output are not). */
 export const RUNNABLE = new Set(['sh', 'bash', 'shell', 'console', 'js', 'javascript', 'mjs', 'ts', 'typescript', 'http', 'html']);
 
-/** The documents whose blocks the suite accounts for. docs/sdk.md's examples are checked by its own tests. */
+/** The documents whose blocks the suite accounts for. */
 export function documents(root = process.cwd()): string[] {
   const docs = readdirSync(join(root, 'docs'))
-    .filter((name) => name.endsWith('.md') && name !== 'sdk.md')
+    .filter((name) => name.endsWith('.md'))
     .sort()
     .map((name) => `docs/${name}`);
   return ['README.md', ...docs];

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { signOnThreadPool } from '../../src/callbacks/batch-signer.js';
 import { webhookSignatureHeader } from '../../src/callbacks/webhook-signature.js';
 import { rawPublicKey } from '../../src/identity/keys.js';
+import { blocksRunBy } from '../docs/doc-blocks.js';
 import { terminate } from '../helpers/child.js';
 import { until } from '../helpers/until.js';
 
@@ -39,10 +40,13 @@ function run(command: string, args: string[], cwd: string, env: NodeJS.ProcessEn
   });
 }
 
-/** The docs/sdk.md code blocks marked ```js file=NAME, by NAME: what the test runs is what the docs show. */
+/**
+ * docs/sdk.md's examples this file runs, by name (the mark above each block, test/docs/doc-blocks.ts): what the
+ * test runs is what the docs show.
+ */
 function docExamples(): Map<string, string> {
-  const markdown = readFileSync(path.join(root, 'docs', 'sdk.md'), 'utf8');
-  return new Map([...markdown.matchAll(/^```js file=(\S+)\n([\s\S]*?)^```$/gm)].map((m) => [m[1]!, m[2]!]));
+  const blocks = blocksRunBy('test/package/sdk-packages.test.ts');
+  return new Map([...blocks].map(([name, block]) => [name, block.text]));
 }
 
 type LockEntry = Record<string, unknown> & { dependencies?: Record<string, string> };
