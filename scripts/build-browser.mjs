@@ -3,11 +3,14 @@
 //   dist/public/Events.js   IIFE, minified, served at GET /Events.js; installs window.Events
 //   dist/client/index.js    ES module for the `tabwire/client` export, with index.d.ts beside it
 // esbuild bundles (type-stripping only); tsc typechecks the same sources and emits the declarations.
+// `--client-out DIR` builds only the ES module and its declarations, into DIR: the `@tabwire/client`
+// package (packages/client, scripts/build-sdk.mjs) is built from these same sources this way.
 import { spawn } from 'node:child_process';
 import { mkdir, rm, stat, writeFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 import * as esbuild from 'esbuild';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -15,7 +18,9 @@ const browserDir = path.join(root, 'src', 'browser');
 const protocolDir = path.join(root, 'src', 'protocol');
 const tsconfig = path.join(browserDir, 'tsconfig.json');
 const publicOut = path.join(root, 'dist', 'public', 'Events.js');
-const clientDir = path.join(root, 'dist', 'client');
+const { values: args } = parseArgs({ options: { 'client-out': { type: 'string' } } });
+const clientOnly = args['client-out'] !== undefined;
+const clientDir = clientOnly ? path.resolve(args['client-out']) : path.join(root, 'dist', 'client');
 
 const inside = (dir, file) => file === dir || file.startsWith(dir + path.sep);
 
@@ -61,10 +66,11 @@ async function declarations() {
 }
 
 const started = performance.now();
-await Promise.all([rm(clientDir, { recursive: true, force: true }), rm(publicOut, { force: true })]);
-await Promise.all([mkdir(path.dirname(publicOut), { recursive: true }), mkdir(clientDir, { recursive: true })]);
+await Promise.all([rm(clientDir, { recursive: true, force: true }), clientOnly || rm(publicOut, { force: true })]);
+await Promise.all([clientOnly || mkdir(path.dirname(publicOut), { recursive: true }), mkdir(clientDir, { recursive: true })]);
 
 await Promise.all([
+  clientOnly ||
   esbuild.build({
     ...common,
     entryPoints: [path.join(browserDir, 'global.ts')],
@@ -87,5 +93,5 @@ await Promise.all([
 ]);
 
 const size = (file) => stat(file).then((s) => `${path.relative(root, file)} ${(s.size / 1024).toFixed(1)} KiB`);
-const sizes = await Promise.all([size(publicOut), size(path.join(clientDir, 'index.js'))]);
-console.log(`browser build: ${sizes.join(', ')}, declarations in dist/client (${Math.round(performance.now() - started)} ms)`);
+const sizes = await Promise.all([...(clientOnly ? [] : [size(publicOut)]), size(path.join(clientDir, 'index.js'))]);
+console.log(`browser build: ${sizes.join(', ')}, declarations in ${path.relative(root, clientDir)} (${Math.round(performance.now() - started)} ms)`);

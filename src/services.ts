@@ -25,9 +25,9 @@ import type { QuickLogin } from './quicklogin/quicklogin.js';
 import type { ServerSigner } from './quicklogin/server-signer.js';
 import type { Purge } from './retention/purge.js';
 import type { Store } from './store/stores.js';
-import { createAgentArea } from './wiring/agent.js';
+import { createAgentArea, createAgentTabState } from './wiring/agent.js';
 import type { Lifecycle } from './wiring/area.js';
-import { createEventsArea, type TabHooks } from './wiring/events.js';
+import { createEventsArea } from './wiring/events.js';
 import { createIdentityArea } from './wiring/identity.js';
 import { createKeysArea } from './wiring/keys.js';
 import { createQuickLoginArea } from './wiring/quicklogin.js';
@@ -100,12 +100,13 @@ export async function createServices(config: Config, deps: Deps, log: Logger): P
   const instanceId = config.instanceId ?? randomBytes(12).toString('base64url');
   const shared = await openShared(config, deps, log);
   const { store, bus } = shared;
-  // The agent area, made after the events area, fills these in: the hub hands it what a tab could not take.
-  const hooks: TabHooks = { storeUndelivered: async () => undefined, forgetHandlers: () => undefined, touchHandlers: () => undefined };
   const keys = await createKeysArea({ config, store, clock, log });
-  const events = createEventsArea({ config, shared, clock, metrics, log, instanceId, hooks });
+  // In dependency order: the hub hands the agent what a tab could not take and the tabs it lets go, and the
+  // agent's router delivers through the hub; so the agent's tab state comes first, the rest of it after the hub.
+  const agentTabs = createAgentTabState({ config, shared, log });
+  const events = createEventsArea({ config, shared, clock, metrics, log, instanceId, hooks: agentTabs.hooks });
   const { hub, registry } = events;
-  const agent = createAgentArea({ config, shared, hub, tokens: keys.tokens, clock, metrics, log, hooks });
+  const agent = createAgentArea({ config, shared, hub, handlers: agentTabs.handlers, tokens: keys.tokens, clock, metrics, log });
   const identity = await createIdentityArea({ config, store, clock, signer: keys.signer, metrics });
   const quickLogin = createQuickLoginArea({ config, store, hub, registry, signer: keys.signer, accounts: agent.accounts, clock, metrics, log, leases: shared.leases, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
   const retention = createRetentionArea({ config, store, leases: shared.leases, clock, metrics, log });

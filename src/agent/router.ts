@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { DeliveryFallback } from '../bus/bus.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Account, AccountStore, MessageStore } from '../store/stores.js';
 import type { HandlerRegistration, HandlerRegistry, IsLive } from './handlers.js';
@@ -84,18 +83,6 @@ export class MessageRouter {
     const appended = await this.o.messages.append(stored, this.o.quota);
     if (!appended) this.o.log.warn({ account: account.userName }, 'message refused: the account\'s message store is full');
     return appended ? 'stored' : 'quota_full';
-  }
-
-  /**
-   * Stores a routed message its tab could not take (the hub's fallback): nothing is lost because a
-   * browser crashed, a network dropped or a buffer overflowed. Past the account's quota it is
-   * dropped and logged, as a new message would be refused.
-   */
-  async storeUndelivered(fallback: DeliveryFallback): Promise<void> {
-    const { kind: _kind, ...message } = fallback;
-    if (!(await this.o.messages.append(message, this.o.quota))) {
-      this.o.log.warn({ accountId: message.accountId }, 'undelivered message dropped: the account\'s message store is full');
-    }
   }
 
   /** A registry that cannot answer (Redis down) costs the push, not the message: it is stored instead. */

@@ -20,7 +20,7 @@ export interface RequestLimitsOptions {
   onLimited: (limit: RequestLimitName) => void;
   /**
    * The counters' home (`@fastify/rate-limit` store contract). Default: this node's memory; a
-   * cluster passes a shared store (redis-rate-limit-store.ts, chosen by cluster/factories.ts
+   * cluster passes a shared store (cluster/redis-rate-limit-store.ts, chosen by cluster/factories.ts
    * `createLimits`) so every node counts together. A store's `child` receives each limiter's
    * `limitName` (a RequestLimitName) to keep the limits' counters apart.
    */
@@ -59,7 +59,7 @@ export async function registerRequestLimits(app: FastifyInstance, o: RequestLimi
       new TabwireError('rate_limited', `Rate limit exceeded; retry in ${context.after}`, { retryAfter: Math.max(1, Math.ceil(context.ttl / 1000)) }),
   });
   // `cache` sizes each limiter's own LRU (the plugin passes it to its store's `child`).
-  // `limitName` reaches a shared store's `child` (redis-rate-limit-store.ts); the memory store ignores it.
+  // `limitName` reaches a shared store's `child` (cluster/redis-rate-limit-store.ts); the memory store ignores it.
   const limiter = (limitName: RequestLimitName, max: number, keyGenerator?: (request: FastifyRequest) => string): Limiter =>
     app.createRateLimit({ max, timeWindow: WINDOW_MS, ...(keyGenerator ? { keyGenerator } : {}), cache: KEYS_PER_LIMIT, limitName } as Parameters<FastifyInstance['createRateLimit']>[0]);
 

@@ -4,6 +4,7 @@ import type { HandlerRegistry } from '../agent/handlers.js';
 import { Messaging } from '../agent/messaging.js';
 import { MessageRouter } from '../agent/router.js';
 import type { TokenService } from '../agent/tokens.js';
+import { UndeliveredMessages } from '../agent/undelivered.js';
 import { createHandlerRegistry, createLimits, createXmppConnection, type Limits } from '../cluster/factories.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
@@ -27,9 +28,35 @@ export interface AgentArea extends Lifecycle {
   xmpp: LeasedXmppComponent | undefined;
 }
 
+/** The part of the agent a tab's life reaches: made before the events area, whose hub is given `hooks` when it is made. */
+export interface AgentTabState {
+  handlers: HandlerRegistry;
+  /** For createEventsArea: what the hub does with an XMPP message a tab could not take, and with a tab it lets go. */
+  hooks: TabHooks;
+}
+
+/**
+ * The handler registry and the store of undelivered messages need no hub, so they are made first and the
+ * hub is built with them; the router, which delivers through the hub, comes after it in createAgentArea.
+ */
+export function createAgentTabState(o: { config: Config; shared: SharedState; log: Logger }): AgentTabState {
+  const { config, log } = o;
+  const handlers = createHandlerRegistry({ redis: o.shared.redis, config, log });
+  // Logged as the router's, whose part it was (docs/xmpp.md "Delivered means confirmed").
+  const undelivered = new UndeliveredMessages({ messages: o.shared.store.messages, quota: config.messageQuotaPerAccount, log: log.child({ module: 'agent:router' }) });
+  return {
+    handlers,
+    hooks: {
+      storeUndelivered: (fallback) => undelivered.store(fallback),
+      forgetHandlers: (address) => void handlers.forgetTab(address),
+      touchHandlers: (addresses) => void handlers.touchTabs(addresses),
+    },
+  };
+}
+
 /** The Agent API's domain: accounts and their throttles, XMPP event handlers, message routing, the XMPP component (docs/agent-api.md, docs/xmpp.md). */
-export function createAgentArea(o: { config: Config; shared: SharedState; hub: Hub; tokens: TokenService; clock: Clock; metrics: Metrics; log: Logger; hooks: TabHooks }): AgentArea {
-  const { config, hub, clock, log } = o;
+export function createAgentArea(o: { config: Config; shared: SharedState; hub: Hub; handlers: HandlerRegistry; tokens: TokenService; clock: Clock; metrics: Metrics; log: Logger }): AgentArea {
+  const { config, hub, handlers, clock, log } = o;
   const { store, redis } = o.shared;
   const limits = createLimits({ redis, clock, config, log });
   const accounts = new Accounts({
@@ -41,7 +68,6 @@ export function createAgentArea(o: { config: Config; shared: SharedState; hub: H
     addressThrottle: limits.addressThrottle,
     onLimited: (limit) => o.metrics.rateLimited.inc({ limit }),
   });
-  const handlers = createHandlerRegistry({ redis, config, log });
   const router = new MessageRouter({
     componentDomain: config.xmppComponentDomain,
     accounts: store.accounts,
@@ -76,9 +102,6 @@ export function createAgentArea(o: { config: Config; shared: SharedState; hub: H
       if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
     },
   });
-  o.hooks.storeUndelivered = (fallback) => router.storeUndelivered(fallback);
-  o.hooks.forgetHandlers = (address) => void handlers.forgetTab(address);
-  o.hooks.touchHandlers = (addresses) => void handlers.touchTabs(addresses);
   const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
   return {
     accounts,

@@ -25,7 +25,7 @@ const LONG_POLL_GAP_MS = 10_000;
  */
 const TAB_REGISTRATION_WAIT_MS = 10_000;
 
-/** What other areas do when a tab's events cannot reach it, or a tab is let go (set once they exist). */
+/** What other areas do when a tab's events cannot reach it, or a tab is let go: made before the events area (wiring/agent.ts createAgentTabState). */
 export interface TabHooks {
   /** An XMPP event its tab could not take: stored for PopMessages. */
   storeUndelivered(fallback: DeliveryFallback): Promise<void>;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { HandlerRegistry } from '../../src/agent/handlers.js';
 import type { InboundMessage } from '../../src/protocol/xmpp-message.js';
 import { MemoryHandlerRegistry } from '../../src/agent/memory-handlers.js';
-import { RedisHandlerRegistry } from '../../src/agent/redis-handlers.js';
+import { RedisHandlerRegistry } from '../../src/cluster/redis-handlers.js';
 import { MessageRouter } from '../../src/agent/router.js';
 import { specificity } from '../../src/agent/selector.js';
 import { systemClock } from '../../src/clock.js';

@@ -1,7 +1,7 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { MemoryLoginThrottle } from '../../src/agent/memory-throttle.js';
-import { RedisLoginThrottle } from '../../src/agent/redis-throttle.js';
+import { RedisLoginThrottle } from '../../src/cluster/redis-throttle.js';
 import type { LoginThrottle } from '../../src/agent/throttle.js';
 import { systemClock } from '../../src/clock.js';
 import type { RedisConnection } from '../../src/redis/connection.js';

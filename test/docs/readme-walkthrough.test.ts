@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { kill, startProcess } from '../helpers/process.js';
 import { freePort } from '../helpers/service.js';
 import { until } from '../helpers/until.js';
+import { blockNamed, blocksRunBy } from './doc-blocks.js';
+import { readerEnv, shell, type Shell } from './doc-shell.js';
 
 /**
  * README.md's walkthrough, run as written: its three shell blocks, taken from the Markdown (so the README
@@ -21,36 +23,21 @@ let dir: string;
 let env: NodeJS.ProcessEnv;
 const keyFiles: string[] = [];
 
-/** The ```sh blocks of the README's walkthrough section, in order. */
+/** The README's walkthrough blocks (marked as run by this file), the service's port for 8080. */
 function walkthroughBlocks(): string[] {
-  const readme = readFileSync(join(root, 'README.md'), 'utf8');
-  const section = readme.split('## Walkthrough')[1]!.split('\n## ')[0]!;
-  return [...section.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
-}
-
-interface Shell {
-  child: ChildProcess;
-  stdout: string;
-  stderr: string;
-  exited: Promise<number | null>;
+  const blocks = blocksRunBy('test/docs/readme-walkthrough.test.ts');
+  expect([...blocks.values()].map((b) => b.doc)).toEqual(['README.md', 'README.md', 'README.md']);
+  return ['identity', 'page', 'signer'].map((name) => blockNamed(blocks, name).text.replaceAll('127.0.0.1:8080', `127.0.0.1:${port}`));
 }
 
 /** Runs one block with bash in the clone, as a foreground child of the test. */
-function shell(script: string, input?: string): Shell {
-  const child = spawn('bash', ['-euo', 'pipefail', '-c', script], { cwd: root, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
-  const run: Shell = { child, stdout: '', stderr: '', exited: new Promise((done) => child.once('close', (code) => done(code))) };
-  child.stdout!.on('data', (chunk: Buffer) => (run.stdout += chunk.toString()));
-  child.stderr!.on('data', (chunk: Buffer) => (run.stderr += chunk.toString()));
-  if (input !== undefined) child.stdin!.end(input);
-  return run;
-}
+const inClone = (script: string, input?: string): Shell => shell(script, { cwd: root, env, ...(input === undefined ? {} : { input }) });
 
 beforeAll(async () => {
   port = await freePort();
   dir = mkdtempSync(join(tmpdir(), 'tabwire-walkthrough-'));
   // The reader's environment, with the service's store where this test keeps it (the CLI opens the same file).
-  env = { ...process.env, TABWIRE_PORT: String(port), TABWIRE_SQLITE_FILE: join(dir, 'tabwire.sqlite'), TABWIRE_LOG_LEVEL: 'warn', NO_COLOR: '1' };
-  for (const name of Object.keys(env)) if (name.startsWith('VITEST') || name === 'NODE_OPTIONS') delete env[name];
+  env = readerEnv({ TABWIRE_PORT: String(port), TABWIRE_SQLITE_FILE: join(dir, 'tabwire.sqlite'), TABWIRE_LOG_LEVEL: 'warn' });
   service = await startProcess({ TABWIRE_PORT: String(port), TABWIRE_SQLITE_FILE: join(dir, 'tabwire.sqlite'), TABWIRE_LOG_LEVEL: 'warn' }, `http://127.0.0.1:${port}`);
 });
 
@@ -71,19 +58,19 @@ describe('the README walkthrough', () => {
     it(`prints the signUrl, then CheckServerInstance and SignatureReceived with the filtered properties (run ${run})`, SLOW, async () => {
       const [identityBlock, pageBlock, signBlock] = walkthroughBlocks() as [string, string, string];
 
-      const identity = shell(identityBlock);
+      const identity = inClone(identityBlock);
       expect(await identity.exited, identity.stderr).toBe(0);
       const keyFile = /key file: (\S+)/.exec(identity.stdout)![1]!;
       keyFiles.push(resolve(root, keyFile));
       expect(readFileSync(resolve(root, keyFile), 'utf8')).toMatch(/^tabwire-legal-id: \S+@/);
 
-      const page = shell(pageBlock);
+      const page = inClone(pageBlock);
       try {
         await until(() => /signUrl: \S+/.test(page.stdout) || page.child.exitCode !== null, 'the page to print its signUrl', 60_000);
         const signUrl = /signUrl: (\S+)/.exec(page.stdout)?.[1];
         expect(signUrl, page.stderr).toMatch(new RegExp(`^http://127\\.0\\.0\\.1:${port}/QuickLogin/Sign/`));
 
-        const signer = shell(signBlock.replace('<the signUrl printed above>', signUrl!).replace('<the key file printed above>', keyFile), 'y\n');
+        const signer = inClone(signBlock.replace('<the signUrl printed above>', signUrl!).replace('<the key file printed above>', keyFile), 'y\n');
         expect(await signer.exited, signer.stderr).toBe(0);
         expect(signer.stdout).toMatch(/approved/);
 
@@ -94,7 +81,7 @@ describe('the README walkthrough', () => {
         expect(result.Properties).toEqual({ FIRST: 'Ada', COUNTRY: 'GB' });
         expect(result.ServerSignature).toMatch(/^[A-Za-z0-9+/]{86}==$/);
       } finally {
-        await kill(page.child);
+        await page.stop();
       }
     });
   }

@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
-/** What the process tests run; `npm test` rebuilds all of it first (`pretest`: `npm run build`). */
+/** What the process tests run; `npm test` builds it first when a source changed (`pretest`: `scripts/build.mjs --if-stale`). */
 const BUILT = ['dist/main.js', 'dist/cli/main.js', 'dist/public/Events.js'];
 
 function newestSource(dir: string): { file: string; mtimeMs: number } {

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 /**
  * docs/architecture.md "Layers": a module of src/ imports only from its own layer or lower ones, and no
  * import cycle forms, between folders or between files. The layer table is read from that page, so the
- * page and this check cannot drift apart.
+ * page and this check cannot drift apart. Redis is reached only from the units the page names.
  */
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const src = join(root, 'src');
@@ -49,8 +49,24 @@ function importsOf(file: string, text: string): Import[] {
     .filter((i) => i.to.startsWith(src + sep));
 }
 
+/** The units the page lets reach Redis: the names in its "Only these reach Redis" sentence. */
+function readRedisUnits(): string[] {
+  const page = readFileSync(join(root, 'docs', 'architecture.md'), 'utf8');
+  const section = page.split(/^## Layers$/m)[1]?.split(/^## /m)[0] ?? '';
+  const list = /^Only these reach Redis \([^)]*\): (.*)\.$/m.exec(section)?.[1] ?? '';
+  return [...list.matchAll(/`([a-z-]+)(?:\/|\.ts)`/g)].map((m) => m[1]!);
+}
+
+/** Whether `text` reaches Redis: imports the `ioredis` package or a module of src/redis/. */
+function reachesRedis(file: string, text: string): boolean {
+  const named = ts.preProcessFile(text, true, true).importedFiles.map((i) => i.fileName);
+  if (named.some((n) => n === 'ioredis' || n.startsWith('ioredis/'))) return true;
+  return importsOf(file, text).some((i) => unitOf(i.to) === 'redis');
+}
+
 const imports = sourceFiles().flatMap((f) => importsOf(f, readFileSync(f, 'utf8')));
 const layers = readLayers();
+const redisUnits = readRedisUnits();
 const show = (i: Import) => `${relative(root, i.from)} -> ${relative(root, i.to)}`;
 
 /** The strongly connected components of more than one node (Tarjan): each is a cycle. */
@@ -119,6 +135,17 @@ describe('the layers of src/ (docs/architecture.md)', () => {
       return BUNDLES.includes(to) || (BUNDLES.includes(from) && to !== 'protocol');
     });
     expect(crossing.map(show)).toEqual([]);
+  });
+
+  it('only the units the page names reach Redis: no domain folder, transport or http/', () => {
+    expect(reachesRedis(join(src, 'agent', 'x.ts'), "import { Redis } from 'ioredis';\n")).toBe(true);
+    expect(reachesRedis(join(src, 'http', 'x.ts'), "import type { RedisConnection } from '../redis/connection.js';\n")).toBe(true);
+    expect(reachesRedis(join(src, 'redis', 'x.ts'), "import { f } from './script.js';\n")).toBe(true);
+    expect(reachesRedis(join(src, 'agent', 'x.ts'), "import { f } from './redis-like.js';\n")).toBe(false);
+    expect(redisUnits).toEqual(expect.arrayContaining(['redis', 'broker', 'cluster']));
+    for (const kept of ['agent', 'hub', 'quicklogin', 'identity', 'callbacks', 'channel', 'xmpp', 'http']) expect(redisUnits).not.toContain(kept);
+    const reaching = sourceFiles().filter((f) => reachesRedis(f, readFileSync(f, 'utf8')));
+    expect(reaching.filter((f) => !redisUnits.includes(unitOf(f))).map((f) => relative(root, f))).toEqual([]);
   });
 
   it('protocol/ imports nothing outside itself', () => {

@@ -3,9 +3,9 @@ import { TabwireError } from '../errors.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
-import type { HandlerRegistration, HandlerRegistry, IsLive, RegisterOutcome } from './handlers.js';
+import type { HandlerRegistration, HandlerRegistry, IsLive, RegisterOutcome } from '../agent/handlers.js';
 import type { InboundMessage } from '../protocol/xmpp-message.js';
-import { candidateKeys, selectorKey, type Selector } from './selector.js';
+import { candidateKeys, selectorKey, type Selector } from '../agent/selector.js';
 
 /** The field of a tab's hash that names the account whose handlers it carries. */
 const OWNER_FIELD = '@account';

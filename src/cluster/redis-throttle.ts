@@ -2,8 +2,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
-import { MemoryLoginThrottle } from './memory-throttle.js';
-import type { LoginThrottle } from './throttle.js';
+import { MemoryLoginThrottle } from '../agent/memory-throttle.js';
+import type { LoginThrottle } from '../agent/throttle.js';
 
 /**
  * KEYS[1] counter; ARGV limit, window ms. A full window answers its remaining time and takes nothing;
