@@ -39,8 +39,8 @@ export interface WebSocketChannelOptions {
  * message per event) and the serving of its frames (docs/events.md: Register binds the tab to the session,
  * Ping keeps it alive, Unregister lets it go; anything else closes the socket with a documented code, errors.ts
  * `closeCodes`). Its state is fields of one object with methods on the prototype rather than closures made
- * per socket: thousands of idle tabs each keep only this object and one small listener here (docs/benchmarks.md
- * "channel-memory").
+ * per socket: thousands of idle tabs each keep only this object and one small listener here
+ * (docs/benchmarks.md#idle-tabs).
  */
 class WebSocketTab implements TabConnection {
   readonly transport = 'websocket';
