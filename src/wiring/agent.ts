@@ -88,7 +88,8 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
     bus: shared.bus,
     nodeId: shared.nodeId,
     log,
-    onMessage: async (message) => {
+    // An incoming message is answered on the connection it came in on: a bounce when it can be neither delivered nor stored.
+    onMessage: async (message, bounce) => {
       let outcome;
       try {
         outcome = await router.route(message);
@@ -97,11 +98,11 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
         // The store (or Redis) cannot be reached: the message can be neither pushed nor stored. The sender is
         // told to try again rather than left to think it arrived (RFC 6120 §8.3.2: type "wait", temporary).
         log.warn({ err, to: message.to }, 'an XMPP message could not be routed during an outage; bounced');
-        return xmpp!.bounce(message, 'resource-constraint');
+        return bounce(message, 'resource-constraint');
       }
       // RFC 6121 §8.5.2: a message to an account that does not exist is answered service-unavailable.
-      if (outcome === 'unknown_recipient') await xmpp!.bounce(message, 'service-unavailable');
-      if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
+      if (outcome === 'unknown_recipient') await bounce(message, 'service-unavailable');
+      if (outcome === 'quota_full') await bounce(message, 'resource-constraint');
     },
   });
   const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
@@ -120,22 +121,27 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
   };
 }
 
+/** Answers a message with a stanza error (RFC 6120 §8.3). */
+type Bounce = XmppComponent['bounce'];
+
 /**
  * The XMPP server connection of the cluster: this node connects only while it holds the
  * `xmpp-component` lease; sends from any node reach the holder over the bus. `start()` it (not
- * awaited by anything), `stop()` at shutdown; it is the Messaging link and the router's bouncer.
+ * awaited by anything), `stop()` at shutdown; it is the Messaging link. `onMessage` is given the
+ * connection's bounce for the message it handles.
  */
 function createXmppConnection(
   config: Config,
-  { leases, bus, nodeId, log, onMessage }: { leases: LeaseFactory; bus: Bus; nodeId: string; log: Logger; onMessage: (message: InboundMessage) => Promise<void> },
+  { leases, bus, nodeId, log, onMessage }: { leases: LeaseFactory; bus: Bus; nodeId: string; log: Logger; onMessage: (message: InboundMessage, bounce: Bounce) => Promise<void> },
 ): LeasedXmppComponent | undefined {
   if (config.xmppService === undefined) return undefined;
-  const component = new XmppComponent({
+  const component: XmppComponent = new XmppComponent({
     service: config.xmppService,
     domain: config.xmppComponentDomain,
     password: config.xmppComponentSecret!,
     log,
-    onMessage,
+    // Called only once the component is connected, so `component` is made by then.
+    onMessage: (message) => onMessage(message, (original, condition) => component.bounce(original, condition)),
   });
   return new LeasedXmppComponent({ component, lease: leases(LEASES.xmppComponent, XMPP_LEASE_TTL_MS), bus, nodeId, log });
 }
