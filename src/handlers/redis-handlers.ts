@@ -44,7 +44,7 @@ export interface RedisHandlersDeps {
   log: Pick<Logger, 'warn'>;
 }
 
-/** Its bounds. */
+/** How many handlers a RedisHandlerRegistry keeps per tab, and for how long. */
 export interface RedisHandlersSettings {
   /** Handlers one tab may carry (docs/configuration.md `handlersPerTab`). */
   maxPerTab: number;
