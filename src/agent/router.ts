@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Account, AccountStore, MessageStore } from '../store/stores.js';
-import type { HandlerRegistration, HandlerRegistry, IsLive } from './handlers.js';
+import type { HandlerRegistration, HandlerRegistry, IsLive } from '../handlers/handlers.js';
 import type { InboundMessage } from '../protocol/xmpp-message.js';
 
 const ACCOUNT_CACHE_MS = 2_000;

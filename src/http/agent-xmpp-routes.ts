@@ -1,7 +1,7 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { HandlerRegistry } from '../agent/handlers.js';
+import type { HandlerRegistry } from '../handlers/handlers.js';
 import type { Messaging } from '../agent/messaging.js';
 import { TabwireError } from '../errors.js';
 import { TAB_ID_PATTERN } from '../protocol/frames.js';
