@@ -3,11 +3,13 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { hashSession } from '../../src/http/session.js';
 import type { TabStore } from '../../src/store/stores.js';
 import { startService, type TestService } from '../helpers/service.js';
+import { INSTANCE_EVENT, TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
 // docs/events.md "Long-poll": a page polls again at once after every answer, so a poll of a tab this node
 // already holds for the session must not cost a store round trip (an INSERT and a SELECT of the binding);
-// the first poll, a poll after the tab was let go, and one from a page of another origin still bind.
+// the first poll, a poll after the tab was let go, and one from a page of another origin still bind. The
+// same rule serves a socket reconnecting to the node that holds its tab (docs/events.md "Tab bindings").
 
 let service: TestService;
 /** The binding look-ups and writes of the real SQLite store, per tab id. */
@@ -96,4 +98,17 @@ it('binds again at the first poll after the tab was let go (idle past tabIdleSec
   expect((await poll(tabId, { cookie })).status).toBe(200);
   expect(storeCalls(tabId).slice(rebinding)).toContain('bind');
   expect(await real.sessionOf(tabId)).toBe(address.session);
+});
+
+it('binds nothing either when a socket of the session reconnects to the node holding its tab', async () => {
+  const first = await TestTab.open(service.wsUrl);
+  await first.next(INSTANCE_EVENT);
+  expect(storeCalls(first.tabId)).toContain('bind');
+  first.close();
+  const before = storeCalls(first.tabId).length;
+  // The same page again (same tab id and cookie): its Register is greeted, the store untouched.
+  const again = await TestTab.open(service.wsUrl, { tabId: first.tabId, cookie: first.cookie });
+  await again.next(INSTANCE_EVENT);
+  expect(storeCalls(first.tabId).slice(before)).toEqual([]);
+  again.close();
 });
