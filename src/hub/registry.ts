@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import { sharedStateUnavailable, TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
+import { BoundOrigins } from './bound-origins.js';
 import type { TabConnection } from './connection.js';
 import { resultPublishKey } from './delivery.js';
 import { FirstVisitTickets } from './first-visit.js';
@@ -57,9 +58,6 @@ class OwnerCache {
   }
 }
 
-/** Origins of tabs bound here kept at most (beyond, the map starts over: the next Register of each binds again). */
-const BOUND_ORIGINS_SIZE = 50_000;
-
 /** Tabs owed a replay of their results (its first try failed), at most (beyond, the set starts over). */
 const OWED_REPLAYS_SIZE = 50_000;
 
@@ -99,8 +97,8 @@ export class TabRegistry {
    * again finds the tab attached already, and must still replay (addressKey).
    */
   private readonly owedReplays = new Set<string>();
-  /** The page origin this node last bound each tab from (addressKey), so a repeat Register skips the store (boundHere). */
-  private readonly boundOrigins = new Map<string, string>();
+  /** The page origin this node last bound each tab from, so a repeat Register skips the store (boundHere). */
+  private readonly boundOrigins = new BoundOrigins();
 
   constructor(private readonly o: TabRegistryOptions) {
     this.owners = new OwnerCache(() => o.clock.now());
@@ -119,7 +117,7 @@ export class TabRegistry {
     const bound = this.boundHere(address, origin) ? 'bound' : await tabs.bind(tabId, session, clock.now(), origin);
     if (bound === 'conflict') return 'conflict';
     this.owners.set(tabId, session);
-    this.rememberOrigin(address, origin);
+    this.boundOrigins.bound(address, origin);
     const attached = await this.shared(() => hub.attach(address, connection, lastEventId));
     if (attached === 'too_many_tabs') {
       if (bound === 'created') await this.removeBinding({ tabId, session });
@@ -161,7 +159,7 @@ export class TabRegistry {
   /** Removes the tab's binding if it is still this session's (Unregister, or no node holds the tab any more). */
   async removeBinding(address: TabAddress): Promise<void> {
     this.owners.delete(address.tabId);
-    this.boundOrigins.delete(addressKey(address));
+    this.boundOrigins.forget(address);
     await this.o.tabs.remove(address.tabId, address.session);
   }
 
@@ -173,15 +171,7 @@ export class TabRegistry {
    * cookie-less QR requests follow the page (TabStore.bind); a location without an origin changes nothing.
    */
   private boundHere(address: TabAddress, origin: string | null): boolean {
-    if (!this.o.hub.holdsHere(address)) return false;
-    return origin === null || this.boundOrigins.get(addressKey(address)) === origin;
-  }
-
-  /** The binding now has `origin` (a null origin left the stored one as it was). */
-  private rememberOrigin(address: TabAddress, origin: string | null): void {
-    if (origin === null) return;
-    if (this.boundOrigins.size >= BOUND_ORIGINS_SIZE) this.boundOrigins.clear();
-    this.boundOrigins.set(addressKey(address), origin);
+    return this.o.hub.holdsHere(address) && this.boundOrigins.matches(address, origin);
   }
 
   /**
