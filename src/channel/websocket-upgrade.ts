@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
+import { disconnects } from '../hub/disconnect.js';
 import { closeCodes } from '../protocol/close-codes.js';
 import { EVENTS_SUBPROTOCOL } from '../protocol/frames.js';
 import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../protocol/version.js';
@@ -175,7 +176,7 @@ export class WebSocketUpgrade {
   private closeSilent(): void {
     const now = this.o.clock.now();
     for (const [socket, at] of this.lastFrame) {
-      if (now - at >= this.o.pingTimeoutMs) socket.close(closeCodes.pingTimeout, 'ping_timeout');
+      if (now - at >= this.o.pingTimeoutMs) socket.close(disconnects.pingTimeout.closeCode, disconnects.pingTimeout.reason);
     }
   }
 }

@@ -166,9 +166,7 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
       await app.register(eventsRoutes, {
         registry,
         hub,
-        tabs: store.tabs,
         longPollHoldMs: config.longPollHoldSeconds * 1000,
-        tabIdleSeconds: config.tabIdleSeconds,
         allowedOrigins: config.allowedOrigins,
         cookies,
       });
