@@ -203,3 +203,14 @@ function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** Work that runs every `intervalMs` while started: the retention purge, the result outbox's sweep. */
+export interface PeriodicJob {
+  start(intervalMs: number): void;
+  stop(): Promise<void>;
+}
+
+/** `runOncePerCluster` for a periodic job: it runs every `intervalMs`, on the holder of `lease` only. */
+export function runPeriodicallyOncePerCluster(lease: Lease, job: PeriodicJob, intervalMs: number, log: Logger): LeaderRunner {
+  return runOncePerCluster(lease, { start: () => job.start(intervalMs), stop: () => job.stop() }, log);
+}

@@ -13,7 +13,7 @@ import { walletRoutes } from '../http/wallet-routes.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
 import type { DevIdentity } from '../identity/dev-identity.js';
-import { runOncePerCluster, type ClusterJob, type LeaderRunner } from '../lease/leader.js';
+import { runPeriodicallyOncePerCluster } from '../lease/leader.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import type { Metrics } from '../metrics.js';
 import { QuickLogin } from '../quicklogin/quicklogin.js';
@@ -116,7 +116,7 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
     windowMs: config.outboxMaxAgeSeconds * 1000,
     graceMs: RESULT_GRACE_MS,
   });
-  const outboxRunner = createResultOutboxRunner({ leases, log }, { outbox, intervalMs: RESULT_SWEEP_MS });
+  const outboxRunner = runPeriodicallyOncePerCluster(leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), outbox, RESULT_SWEEP_MS, log);
   return {
     quickLogin,
     registrations,
@@ -148,13 +148,4 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
       await quickLogin.close();
     },
   };
-}
-
-/** The result outbox's sweep on one node of the cluster (the lease holder); `start()` / `stop()` the runner. */
-export function createResultOutboxRunner(
-  { leases, log }: { leases: LeaseFactory; log: Logger },
-  { outbox, intervalMs }: { outbox: { start(intervalMs: number): void; stop(): Promise<void> }; intervalMs: number },
-): LeaderRunner {
-  const job: ClusterJob = { start: () => outbox.start(intervalMs), stop: () => outbox.stop() };
-  return runOncePerCluster(leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), job, log);
 }

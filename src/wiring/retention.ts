@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { tabBindingPurgeTask } from '../hub/binding-refresh.js';
-import { runOncePerCluster, type ClusterJob, type LeaderRunner } from '../lease/leader.js';
+import { runPeriodicallyOncePerCluster, type LeaderRunner, type PeriodicJob } from '../lease/leader.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import type { Metrics } from '../metrics.js';
 import { Purge } from '../retention/purge.js';
@@ -47,8 +47,7 @@ export function createRetentionArea(config: Config, { store, leases, clock, metr
  */
 export function createPurgeRunner(
   { leases, log }: { leases: LeaseFactory; log: Logger },
-  { purge, intervalMs }: { purge: { start(intervalMs: number): void; stop(): Promise<void> }; intervalMs: number },
+  { purge, intervalMs }: { purge: PeriodicJob; intervalMs: number },
 ): LeaderRunner {
-  const job: ClusterJob = { start: () => purge.start(intervalMs), stop: () => purge.stop() };
-  return runOncePerCluster(leases(LEASES.retentionPurge, PURGE_LEASE_TTL_MS), job, log);
+  return runPeriodicallyOncePerCluster(leases(LEASES.retentionPurge, PURGE_LEASE_TTL_MS), purge, intervalMs, log);
 }
