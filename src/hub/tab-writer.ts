@@ -43,7 +43,7 @@ export class TabWriter {
       } else behind = true;
     });
     if (written > 0) this.markSent(tab.address, written);
-    // Another node's event came first on the bus, or one was missed: the stream has them all.
+    // Another node's event was announced first, or one was missed: the stream has them all.
     if (behind) await this.catchUpAll(tab);
   }
 
