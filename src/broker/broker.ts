@@ -28,16 +28,17 @@ export interface Broker {
   /**
    * Appends an event and announces it to the listeners of every node (`subscribe`), in one step: a caller
    * never announces an event itself. With a `fallback` (an XMPP message) the event is appended only when
-   * some node has the tab connected, checked atomically with the append; otherwise nothing is appended nor
-   * announced and `frame` is undefined: the caller stores the message. `unsent` holds fallbacks of older
-   * events the bounds pushed out before anyone got them.
+   * some node has the tab connected, checked atomically with the append; otherwise the broker neither
+   * appends nor announces it and `frame` is undefined: the caller stores the message. `unsent` holds
+   * fallbacks of older events the bounds pushed out before anyone got them.
    *
    * Idempotent per `key` (at most once per stream): when the stream still holds an event published with
    * the same key, nothing is appended and that event's frame (its id) is answered again, marked
-   * `duplicate`, and announced again (its first announcement may be the one that was lost; a writer skips
-   * an id it wrote). So a publish whose answer was lost (a timeout while Redis stalled) may be retried, and
-   * a settled result may be published again by any node, without a copy under a new id (docs/events.md
-   * "Results reach the page once"). Keys are at most 64 characters of `[A-Za-z0-9_-]`; without one nothing is de-duplicated.
+   * `duplicate`, and the broker announces it again (its first announcement may be the one that was lost; a
+   * writer skips an id it wrote). So a publish whose answer was lost (a timeout while Redis stalled) may be
+   * retried, and a settled result may be published again by any node, without a copy under a new id
+   * (docs/events.md "Results reach the page once"). Keys are at most 64 characters of `[A-Za-z0-9_-]`;
+   * without one nothing is de-duplicated.
    */
   publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key?: string): Promise<PublishOutcome>;
   /**

@@ -78,10 +78,10 @@ end
 
 /**
  * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channel announcement key.
- * The event is announced on `channel` by the script that appends it, as `<id>:<announcement>` (redis-broker.ts
+ * The script that appends the event announces it on `channel` as `<id>:<announcement>` (redis-broker.ts
  * reads it back): one round trip instead of two on every event's path (docs/redis.md "Event streams"). The
  * id is printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
- * exponent form. An XMPP event that finds no connected node is neither appended nor announced.
+ * exponent form. An XMPP event that finds no connected node: the script neither appends nor announces it.
  * A `key` already in `k` for this epoch answers that entry (reply[1] = 2) and appends nothing: a publish
  * whose answer timed out may have run, and its retry must not run again (docs/redis.md "Outages").
  */
