@@ -15,7 +15,7 @@
  *   4. what each costs Redis and PostgreSQL: commands and statements per Register, QR request, login and
  *      idle tab, and the CPU of every process, for a paper estimate (docs/capacity-estimate.md).
  *
- * See docs/benchmarks.md "Cluster". BENCH_CLUSTER_TABS sets the tabs per node (default 19,000).
+ * See docs/benchmarks.md#cluster. BENCH_CLUSTER_TABS sets the tabs per node (default 19,000).
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';

@@ -2,7 +2,8 @@
  * QR issuance benchmark: how fast tabwire issues QuickLogin codes compared with a bare Fastify route
  * (the budget) and with its own matrix encoder `encodeQr` (the essential work, and the in-server
  * reference that detects a machine whose speed moved), all measured in the same run on the same
- * machine. See docs/benchmarks.md for what each figure means.
+ * machine. See docs/benchmarks.md#qr-issuance, and docs/benchmarks-history.md "What the QR issuance benchmark
+ * measures" for what each figure means.
  */
 import { cpus } from 'node:os';
 import { newCode } from '../src/quicklogin/codes.js';

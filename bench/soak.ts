@@ -3,7 +3,7 @@
  * minutes against one tabwire node (the waiting-people rig: bench/lib/waiting/rig.ts), the
  * server's RSS printed every 30 s. Passes when RSS stays within 10 % after a 1-minute warm-up and
  * nothing failed; exits 1 otherwise. A bench script, not a test: it takes about 12 minutes and
- * wants a quiet machine. See docs/benchmarks.md "Soak".
+ * wants a quiet machine. See docs/benchmarks.md#soak.
  *
  * SOAK_TABS and SOAK_MINUTES change the size and length (e.g. a short trial run);
  * BENCH_WAITING_MODE and BENCH_PIN work as in bench/waiting-people.ts.

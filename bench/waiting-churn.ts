@@ -5,7 +5,7 @@
  * id, `Register`, a code at once). The waiting-people benchmark measures the same churn at its end, after
  * ~8 minutes of ramp and holds (a large SQLite file, a large heap); this one starts from an empty node, so
  * the figure is the arrivals' own: first the churn's onset (20 s), then its steady state (60 s). Not a budget. Same rig, cores and load as waiting-people
- * (bench/lib/waiting/rig.ts). See docs/benchmarks.md "People coming and going".
+ * (bench/lib/waiting/rig.ts). See docs/benchmarks.md#waiting-churn.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { machineLine, mib, revision, waitForQuiet } from './lib/common.js';

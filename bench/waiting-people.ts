@@ -6,7 +6,7 @@
  * reported with the server's CPU and RSS. Then, at the N held (and at the budget's N if that does not hold),
  * people come and go for 60 s (a page leaves after a random stay of 120 s on average and a new person's page
  * takes its place): not a budget, the figure with arrivals. Server and load run in separate processes on loopback,
- * one core each (bench/lib/waiting/rig.ts). See docs/benchmarks.md "Waiting people".
+ * one core each (bench/lib/waiting/rig.ts). See docs/benchmarks.md#waiting-people.
  *
  * The default is a reference page with data-mode="text" (one POST per refresh); BENCH_WAITING_MODE=image
  * measures the demo page's `image` mode (POST, then the PNG); BENCH_PIN=off leaves both cores to the scheduler.

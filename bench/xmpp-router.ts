@@ -6,8 +6,8 @@
  */
 import { join } from 'node:path';
 import pino from 'pino';
-import { MemoryHandlerRegistry } from '../src/agent/memory-handlers.js';
-import { specificity, type Selector } from '../src/agent/selector.js';
+import { MemoryHandlerRegistry } from '../src/handlers/memory-handlers.js';
+import { specificity, type Selector } from '../src/handlers/selector.js';
 import type { InboundMessage } from '../src/protocol/xmpp-message.js';
 import { MessageRouter } from '../src/agent/router.js';
 import { systemClock } from '../src/clock.js';

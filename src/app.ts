@@ -3,53 +3,34 @@ import cookie from '@fastify/cookie';
 import cors from '@fastify/cors';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { upgradesOnly } from './channel/websocket-upgrade.js';
 import type { Config } from './config/schema.js';
-import { agentAccountRoutes } from './http/agent-account-routes.js';
-import { agentLegalRoutes } from './http/agent-legal-routes.js';
-import { agentXmppRoutes } from './http/agent-xmpp-routes.js';
-import { parseXmlPayload } from './xmpp/xml-payload.js';
-import { bearerGuard } from './http/bearer.js';
-import { serveWebSocket } from './channel/websocket.js';
-import { upgradesOnly, WebSocketUpgrade } from './channel/websocket-upgrade.js';
-import { decideUpgrade, eventsRoutes } from './http/events-routes.js';
-import { eventsScriptRoutes } from './http/events-script-routes.js';
-import { Drain } from './health/drain.js';
-import { healthRoutes } from './http/health-routes.js';
-import { readinessProbes } from './health/readiness.js';
-import { registerHttpMetrics } from './http/http-metrics.js';
-import { registerOpenApi } from './http/openapi.js';
-import { pagesRoutes } from './http/pages-routes.js';
-import { walletRoutes } from './http/wallet-routes.js';
 import { answerNodeRefusals, clientErrorHandler } from './http/client-error.js';
 import { preflightGuard } from './http/cors-preflight.js';
-import { rawProblemResponse, registerProblemHandlers, sendFrameworkError } from './http/problem.js';
-import { quickLoginRoutes } from './http/quicklogin-routes.js';
+import { registerHttpMetrics } from './http/http-metrics.js';
+import { registerOpenApi } from './http/openapi.js';
+import { registerProblemHandlers, sendFrameworkError } from './http/problem.js';
 import { registerRequestLimits } from './http/request-limits.js';
 import { AccessLog, serializeRequest } from './http/request-log.js';
 import { ajvTextFormats } from './http/schema-text.js';
-import { createServices, type Deps, type Services } from './services.js';
 import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from './protocol/version.js';
+import { WEBSOCKET_PATH } from './wiring/events.js';
+import { assembleNode, type AssembledNode, type Deps, type NodeHandle } from './wiring/node.js';
 
-export type { Deps, Services } from './services.js';
-
-/**
- * At shutdown, a WebSocket not closed this long after its close was sent is cut (docs/deployment.md
- * "Stopping a node"). A close handshake takes a round trip; this only bounds a peer that never finishes it.
- */
-export const WEBSOCKET_CLOSE_DEADLINE_MS = 2_000;
+export type { Deps, NodeHandle } from './wiring/node.js';
 
 declare module 'fastify' {
   interface FastifyInstance {
-    tabwire: Services;
-    /** The WebSocket server behind `/ClientEventsWS` (its `clients` are the live sockets). */
-    websocketServer: WebSocketUpgrade['server'];
+    /** What tests and benchmarks reach of the node (wiring/node.ts); the service itself never reads it. */
+    tabwire: NodeHandle;
   }
 }
 
-/** The event channel's WebSocket endpoint (docs/events.md); the only path whose upgrades are accepted. */
-const WEBSOCKET_PATH = '/ClientEventsWS';
-
-/** The one wiring point (docs/deployment.md): a ready Fastify instance that does not listen. */
+/**
+ * The one wiring point (docs/architecture.md "Assembly"): a ready Fastify instance that does not listen.
+ * Here: the server's options and the hooks every route shares (problem answers, request log, metrics,
+ * CORS and origins, rate limits); the areas of wiring/ make the rest and register their own routes.
+ */
 export async function buildApp(config: Config, deps: Deps = {}): Promise<FastifyInstance> {
   // Slow clients (docs/configuration.md "Slow clients and shutdown"): headers and the whole request must arrive in time,
   // else Node answers 408 and closes. Node checks every connectionsCheckingInterval (30 s by default),
@@ -91,20 +72,19 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     clientErrorHandler,
   }) as unknown as FastifyInstance;
   const log = app.log as unknown as Logger;
-  const services = await createServices(config, deps, log);
-  const { store, hub, registry, clock, quickLogin, signer, tokens, accounts } = services;
-  app.decorate('tabwire', services);
-  app.addHook('onClose', () => services.close());
-  registerShutdown(app, services, config.shutdownTimeoutSeconds * 1000);
+  const node = await assembleNode(config, deps, log);
+  app.decorate('tabwire', node.handle);
+  app.addHook('onClose', () => node.close());
+  registerShutdown(app, node, config.shutdownTimeoutSeconds * 1000);
   // Node reports a request that did not arrive in time as a client error (and answers 408 itself).
   app.server.on('clientError', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') services.metrics.requestTimeouts.inc();
+    if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') node.metrics.requestTimeouts.inc();
   });
 
   registerProblemHandlers(app);
   answerNodeRefusals(app);
   // Request counts and latency by route (docs/metrics.md); before the routes, so each inherits the hook.
-  registerHttpMetrics(app, services.metrics);
+  registerHttpMetrics(app, node.metrics);
   // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script).
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');
@@ -126,65 +106,17 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     exposedHeaders: [PROTOCOL_VERSION_HEADER],
     maxAge: 600,
   });
-  const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
-  // A Register waits through an outage as long as a poll is held, so both transports ride out the same one.
-  const channel = { registry, hub, log: log.child({ module: 'channel:websocket' }), outageWaitMs: config.longPollHoldSeconds * 1000 };
-  const upgrade = new WebSocketUpgrade(app.server, {
-    path: WEBSOCKET_PATH,
-    maxPayload: 16 * 1024,
-    clock,
-    pingTimeoutMs: config.pingTimeoutSeconds * 1000,
-    closeDeadlineMs: WEBSOCKET_CLOSE_DEADLINE_MS,
-    decide: decideUpgrade(app, { allowedOrigins: config.allowedOrigins, cookies }),
-    serve: (socket, sessionHash, alive, raw) => serveWebSocket(socket, sessionHash, channel, alive, raw),
-    refusal: rawProblemResponse,
-  });
-  app.decorate('websocketServer', upgrade.server);
-  app.addHook('preClose', async () => upgrade.close());
   // Before the routes: the OpenAPI generator collects them as they are declared (docs/openapi.md).
   await registerOpenApi(app, { publicBaseUrl: config.publicBaseUrl });
-  const guard = bearerGuard(tokens, store.accounts);
-  await app.register(healthRoutes, { hub, metrics: services.metrics, xmpp: services.xmpp, redis: services.redis, probes: readinessProbes(services), drain: deps.drain ?? new Drain() });
-  await app.register(eventsRoutes, {
-    registry,
-    hub,
-    tabs: store.tabs,
-    longPollHoldMs: config.longPollHoldSeconds * 1000,
-    tabIdleSeconds: config.tabIdleSeconds,
-    allowedOrigins: config.allowedOrigins,
-    cookies,
-  });
   const limits = await registerRequestLimits(app, {
     qrPerSessionPerMinute: config.qrRequestsPerSessionPerMinute,
     qrPerAddressPerMinute: config.qrRequestsPerAddressPerMinute,
     registrationsPerAddressPerMinute: config.registrationsPerAddressPerMinute,
-    ...(services.limits.rateLimitStore ? { store: services.limits.rateLimitStore } : {}),
-    onLimited: (limit) => services.metrics.rateLimited.inc({ limit }),
+    ...(node.rateLimitStore ? { store: node.rateLimitStore } : {}),
+    onLimited: (limit) => node.metrics.rateLimited.inc({ limit }),
   });
-  await app.register(quickLoginRoutes, {
-    limits,
-    quickLogin,
-    signer,
-    registrations: services.registrations,
-    allowedOrigins: config.allowedOrigins,
-    devIdentity: services.devIdentity,
-    attachmentFreshMs: config.attachmentUrlSeconds * 1000,
-  });
-  await app.register(agentAccountRoutes, { accounts, tokens, apiKeys: store.apiKeys, openRegistration: config.openRegistration, guard });
-  await app.register(agentLegalRoutes, { apply: services.apply, guard, quota: services.identityQuota, pageSize: config.identityPageSize });
-  await app.register(agentXmppRoutes, {
-    handlers: services.handlers,
-    messaging: services.messaging,
-    registry: services.registry,
-    parseXml: parseXmlPayload,
-    guard,
-  });
-  // Both hand out the session cookie, so a page's first QR request carries it even when the event
-  // channel's handshake is still under way (docs/events.md "QR requests and the tab").
-  await app.register(pagesRoutes, { cookies });
-  // The web wallet (docs/wallet.md): static files, no session cookie (it needs none).
-  await app.register(walletRoutes);
-  await app.register(eventsScriptRoutes, { cookies });
+  const cookies = { secure: config.publicBaseUrl.startsWith('https:'), sameSite: config.cookieSameSite };
+  await node.registerRoutes({ app, cookies, limits });
   return app;
 }
 
@@ -196,7 +128,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
  * end with them (Node would keep them open for keepAliveTimeout). Whatever still runs when
  * `deadlineMs` has passed is cut.
  */
-function registerShutdown(app: FastifyInstance, services: Services, deadlineMs: number): void {
+function registerShutdown(app: FastifyInstance, node: Pick<AssembledNode, 'closeConnections'>, deadlineMs: number): void {
   let closing = false;
   let deadline: NodeJS.Timeout | undefined;
   app.addHook('onSend', (_request, reply, payload, done) => {
@@ -205,7 +137,7 @@ function registerShutdown(app: FastifyInstance, services: Services, deadlineMs: 
   });
   app.addHook('preClose', async () => {
     closing = true;
-    services.closeConnections();
+    node.closeConnections();
     deadline = setTimeout(() => app.server.closeAllConnections(), deadlineMs);
     deadline.unref();
     app.server.closeIdleConnections();

@@ -120,7 +120,7 @@ await serveAsChild(async () => {
       if (refreshes.length > 200) refreshes.shift();
     }
   };
-  // The signature path's parts, timed where the node sees them (the signature's tail: docs/benchmarks.md "Cluster").
+  // The signature path's parts, timed where the node sees them (docs/benchmarks-history.md "Where the signature's tail goes").
   const phases = new Map<string, number[]>();
   const record = (name: string, ms: number) => {
     const list = phases.get(name) ?? [];

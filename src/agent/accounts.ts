@@ -3,7 +3,7 @@ import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
 import type { Account, AccountStore } from '../store/stores.js';
 import { DUMMY_HASH_PROMISE, hashPassword, verifyPassword } from './passwords.js';
-import type { LoginThrottle } from './throttle.js';
+import type { LoginThrottle } from '../throttle/throttle.js';
 import type { AgentClaims, IssuedToken, TokenService } from './tokens.js';
 
 /** User names are XMPP local parts (docs/agent-api.md: the account's JID is `user@<component domain>`). */

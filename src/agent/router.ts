@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { Account, AccountStore, MessageStore } from '../store/stores.js';
-import type { HandlerRegistration, HandlerRegistry, IsLive } from './handlers.js';
+import type { HandlerRegistration, HandlerRegistry, IsLive } from '../handlers/handlers.js';
 import type { InboundMessage } from '../protocol/xmpp-message.js';
 
 const ACCOUNT_CACHE_MS = 2_000;
@@ -36,7 +36,7 @@ export function splitJid(jid: string): { local: string; domain: string } | undef
 export class MessageRouter {
   /**
    * Recent account look-ups by user name: a burst of messages to one agent costs one SQLite query,
-   * not one per message (it was the largest part of a route, docs/benchmarks.md). Entries live
+   * not one per message (it was the largest part of a route, docs/benchmarks.md#agent-routing). Entries live
    * ACCOUNT_CACHE_MS, so a deleted or disabled account stops receiving within that time.
    */
   private readonly accountCache = new Map<string, { account: Account | undefined; at: number }>();

@@ -12,7 +12,7 @@ import type { Redis } from 'ioredis';
  *   (removed when it is trimmed), so a retried publish answers the entry instead of appending a copy.
  * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat.
  * A tab's holder counts only while its node is alive, so a node keeps all its tabs with one command
- * every few seconds instead of one script per tab (docs/benchmarks.md "Cluster": re-stamping 19,000
+ * every few seconds instead of one script per tab (docs/benchmarks.md#cluster-round-trips: re-stamping 19,000
  * tabs every 10 s kept Redis busy for 0.6 s each time, and events waited behind it).
  * Every change is one Lua script, so the presence check of a fallback event and its append, the
  * bounds and the sent mark never interleave with another node's. Ids are epoch + offset, computed

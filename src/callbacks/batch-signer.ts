@@ -46,7 +46,7 @@ export const signOnThreadPool = (content: Buffer, key: KeyObject): Promise<Buffe
  * the batches grow by themselves (~18 signatures a message at 15,000 callbacks/s). Per signature the
  * serving thread then copies the content and resolves a promise, instead of handing a job to libuv's
  * thread pool and taking its callback: ~10 µs less of the serving thread per callback under load
- * (docs/benchmarks.md "callbacks").
+ * (docs/benchmarks.md#callback-delivery).
  *
  * If the thread fails, the signatures it held and those waiting are made on the thread pool, and the
  * next batch starts a new thread; after MAX_FAILURES threads in a row failed without answering, and

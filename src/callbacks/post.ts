@@ -14,7 +14,7 @@ const timeoutError = (ms: number): Error => Object.assign(new Error(`no complete
  * only by its status and Retry-After, so no response stream is made; the body is read and dropped, and
  * once more than `maxResponseBytes` arrived the connection is closed and the status stands. A redirect is
  * not followed (it is just a status). The whole exchange, connecting included, ends within `timeoutMs`
- * (one timer: about half the CPU of `request` with an AbortSignal per attempt, docs/benchmarks.md).
+ * (one timer: about half the CPU of `request` with an AbortSignal per attempt, docs/benchmarks.md#callback-delivery).
  */
 export function postOnce(
   dispatcher: Dispatcher,

@@ -1,20 +1,19 @@
-import type { Logger } from 'pino';
-import { isOutage, type TabwireError } from '../errors.js';
 import type { TabConnection } from '../hub/connection.js';
-import type { Hub } from '../hub/hub.js';
-import type { TabRegistry } from '../hub/registry.js';
+import type { Disconnect } from '../hub/disconnect.js';
+import { knowsTab, TabSession, type TabSessionNode } from '../hub/tab-session.js';
 import type { EventFrame } from '../protocol/frames.js';
-import { retryThroughOutage } from './outage-wait.js';
 
 /** What a held poll is finally answered with. */
 export type PollAnswer =
   | { kind: 'events'; frames: readonly EventFrame[] }
   /** Nothing happened within the hold time: `[{"type":"NOP"}]` (reference client). */
   | { kind: 'idle' }
-  /** A newer poll or a WebSocket of the same tab took over, or the service is stopping. */
-  | { kind: 'superseded'; reason: string }
-  /** The store or Redis stayed unreachable for the whole hold time: 503 with Retry-After (errors.ts `isOutage`). */
-  | { kind: 'unavailable'; error: TabwireError };
+  /** The client went away before the answer: nobody reads it (`[]`). */
+  | { kind: 'gone' }
+  /** X-Last-Event-ID of a tab the service no longer knows: `404 tab_not_registered`, events may be lost. */
+  | { kind: 'forgotten' }
+  /** The tab session or the hub ended the poll: its problem, or `200 []` (hub/disconnect.ts). */
+  | { kind: 'ended'; disconnect: Disconnect };
 
 /**
  * One held `POST /ClientEvents` as the hub sees it: it takes the first batch of frames and is
@@ -44,8 +43,8 @@ export class LongPollConnection implements TabConnection {
     return true;
   }
 
-  close(_code: number, reason: string): void {
-    this.finish({ kind: 'superseded', reason });
+  close(disconnect: Disconnect): void {
+    this.finish({ kind: 'ended', disconnect });
   }
 
   /** The hold time ran out. */
@@ -53,9 +52,9 @@ export class LongPollConnection implements TabConnection {
     this.finish({ kind: 'idle' });
   }
 
-  /** The poll could not be registered within the hold time: the store or Redis is unreachable. */
-  unavailable(error: TabwireError): void {
-    this.finish({ kind: 'unavailable', error });
+  /** The client closed the request before it was answered. */
+  gone(): void {
+    this.finish({ kind: 'gone' });
   }
 
   get answered(): boolean {
@@ -69,10 +68,8 @@ export class LongPollConnection implements TabConnection {
   }
 }
 
-export interface LongPollChannelOptions {
-  registry: TabRegistry;
-  hub: Hub;
-  log: Logger;
+/** The node a poll's tab session ends in (hub/tab-session.ts), and the poll's timing. */
+export interface LongPollChannelOptions extends TabSessionNode {
   holdMs: number;
   /** True once the service is shutting down: a poll still waiting through an outage gives up at once. */
   stopping: () => boolean;
@@ -96,17 +93,29 @@ export interface Poll {
 }
 
 /**
- * Serves one long-poll the way `serveWebSocket` serves a socket (docs/events.md "Long-poll"): the poll
- * registers its tab (the first poll of a tab binds it), is held until an event, the hold time, or a
- * reason to give up, and is detached from the hub when answered. Resolves with what to answer.
+ * A poll with X-Last-Event-ID resumes a tab: undefined when the service knows it, else the answer (the
+ * tab was forgotten, or an outage outlasted the hold time). `session` is the caller's, if it has one.
+ */
+export async function checkResume(o: LongPollChannelOptions, tabId: string, session: string | undefined, writable: () => boolean): Promise<PollAnswer | undefined> {
+  // Through an outage this look-up waits like the registration (hub/outage-wait.ts).
+  const known = await knowsTab(o, tabId, session, { deadline: performance.now() + o.holdMs, stopping: o.stopping, wanted: writable });
+  if (known === true) return undefined;
+  return known === false ? { kind: 'forgotten' } : { kind: 'ended', disconnect: known };
+}
+
+/**
+ * Serves one long-poll the way `serveWebSocket` serves a socket (docs/events.md "Long-poll"): the poll's
+ * tab session registers its tab (the first poll of a tab binds it), the poll is held until an event, the
+ * hold time, or the Disconnect the session or the hub ends it with, and the session lets go of it once
+ * answered. Resolves with what to answer.
  */
 export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<PollAnswer> {
-  const address = { tabId: poll.tabId, session: poll.session };
   const holdEnds = performance.now() + o.holdMs;
-  let connection!: LongPollConnection;
+  let tab!: TabSession;
   let timer: NodeJS.Timeout | undefined;
   const answer = await new Promise<PollAnswer>((resolve) => {
-    connection = new LongPollConnection(resolve, poll.writable, poll.client);
+    const connection = new LongPollConnection(resolve, poll.writable, poll.client);
+    tab = new TabSession(o, connection, poll.session);
     // The hold time ends the poll once it is registered; until then the registration's own wait decides.
     let registered = false;
     let holdOver = false;
@@ -115,31 +124,20 @@ export async function holdPoll(o: LongPollChannelOptions, poll: Poll): Promise<P
       if (registered) connection.idle();
     }, o.holdMs);
     // A response closed before it was answered: the client went away. What reaches the tab now waits in its stream.
-    poll.onClientGone(() => connection.close(0, 'client_gone'));
+    poll.onClientGone(() => connection.gone());
     // Through a store or Redis outage the poll waits (up to its hold time) for the registration to go
     // through, rather than answering an error at once: the reference script alert()s on any non-200
     // answer (docs/events.md "Outages").
-    const register = () => o.registry.register(poll.tabId, poll.session, connection, poll.location, poll.lastEventId);
-    retryThroughOutage(register, { deadline: holdEnds, wanted: () => connection.open && !o.stopping() }).then(
-      (outcome) => {
-        if (outcome !== 'ok') return connection.close(0, outcome === 'conflict' ? 'tab_session_mismatch' : 'tab_limit_reached');
-        registered = true;
-        o.hub.touch(address);
-        // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
-        // QR requests now, not after the hold time. The client polls again immediately.
-        if (holdOver) connection.idle();
-        else if (poll.newSession) connection.send([]);
-      },
-      (err: unknown) => {
-        // Shutdown: answered as every held poll is then (events-routes.ts), not with the outage.
-        if (isOutage(err) && o.stopping()) return connection.close(0, 'shutdown');
-        if (isOutage(err)) return connection.unavailable(err);
-        o.log.error({ err }, 'long-poll registration failed');
-        connection.close(0, 'internal_error');
-      },
-    );
+    void tab.poll(poll, { deadline: holdEnds, stopping: o.stopping }).then((ended) => {
+      if (ended) return connection.close(ended);
+      registered = true;
+      // A new session's cookie rides on this answer: answer at once (empty) so the page has it for its
+      // QR requests now, not after the hold time. The client polls again immediately.
+      if (holdOver) connection.idle();
+      else if (poll.newSession) connection.send([]);
+    });
   });
   clearTimeout(timer);
-  o.hub.detach(address, connection);
+  tab.closed();
   return answer;
 }

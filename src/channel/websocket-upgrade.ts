@@ -3,6 +3,7 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
 import { TabwireError } from '../errors.js';
+import { disconnects } from '../hub/disconnect.js';
 import { closeCodes } from '../protocol/close-codes.js';
 import { EVENTS_SUBPROTOCOL } from '../protocol/frames.js';
 import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from '../protocol/version.js';
@@ -79,7 +80,7 @@ export const upgradesOnly =
 /**
  * The `/ClientEventsWS` handshake, handled on the HTTP server's `upgrade` event with `ws` directly
  * rather than through Fastify's request lifecycle: an upgraded socket then keeps no HTTP request,
- * reply or logger alive for its whole life (about 4 KiB per idle tab, docs/benchmarks.md). Refusals
+ * reply or logger alive for its whole life (about 4 KiB per idle tab, docs/benchmarks.md#idle-tabs). Refusals
  * are still problem+json answers before the upgrade. One timer watches every socket for missed pings.
  */
 export class WebSocketUpgrade {
@@ -154,8 +155,8 @@ export class WebSocketUpgrade {
       this.lastFrame.set(ws, this.o.clock.now());
       ws.on('error', () => ws.terminate());
       // One close listener for the watchdog's map and the tab (ws keeps one more for its client list): a third
-      // would grow the socket's listener array from 2 slots to 20 (~140 B per idle tab, docs/benchmarks.md
-      // "channel-memory"). Added before `serve`, so the map is cleaned even if serving failed.
+      // would grow the socket's listener array from 2 slots to 20 (~140 B per idle tab,
+      // docs/benchmarks.md#idle-tabs). Added before `serve`, so the map is cleaned even if serving failed.
       let served: { closed(): void } | undefined;
       ws.on('close', () => {
         this.lastFrame.delete(ws);
@@ -175,7 +176,7 @@ export class WebSocketUpgrade {
   private closeSilent(): void {
     const now = this.o.clock.now();
     for (const [socket, at] of this.lastFrame) {
-      if (now - at >= this.o.pingTimeoutMs) socket.close(closeCodes.pingTimeout, 'ping_timeout');
+      if (now - at >= this.o.pingTimeoutMs) socket.close(disconnects.pingTimeout.closeCode, disconnects.pingTimeout.reason);
     }
   }
 }

@@ -1,14 +1,9 @@
 import type { Duplex } from 'node:stream';
-import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { isOutage } from '../errors.js';
-import { closeCodes } from '../protocol/close-codes.js';
-import type { TabAddress } from '../protocol/address.js';
 import type { TabConnection } from '../hub/connection.js';
-import type { Hub } from '../hub/hub.js';
-import type { TabRegistry } from '../hub/registry.js';
-import { parseClientFrame, type EventFrame } from '../protocol/frames.js';
-import { retryThroughOutage } from './outage-wait.js';
+import { disconnects, type Disconnect } from '../hub/disconnect.js';
+import { TabSession, type TabSessionNode } from '../hub/tab-session.js';
+import { parseClientFrame, type ClientFrame, type EventFrame } from '../protocol/frames.js';
 
 /** Ping payloads are unique per process, so a pong answers the one ping it echoes (RFC 6455 §5.5.3). */
 let pings = 0;
@@ -23,10 +18,8 @@ interface Confirming {
   tag: string;
 }
 
-export interface WebSocketChannelOptions {
-  registry: TabRegistry;
-  hub: Hub;
-  log: Logger;
+/** The node every socket's tab session ends in (hub/tab-session.ts), and how long a Register rides out an outage. */
+export interface WebSocketChannelOptions extends TabSessionNode {
   /**
    * How long a Register waits for an unreachable store or Redis before the socket is closed
    * `1013 store_unavailable` / `shared_state_unavailable` (docs/events.md "Outages").
@@ -36,18 +29,18 @@ export interface WebSocketChannelOptions {
 
 /**
  * One accepted `/ClientEventsWS` socket: the tab's connection as the hub sees it (frames out as JSON text, one
- * message per event) and the serving of its frames (docs/events.md: Register binds the tab to the session,
- * Ping keeps it alive, Unregister lets it go; anything else closes the socket with a documented code, errors.ts
- * `closeCodes`). Its state is fields of one object with methods on the prototype rather than closures made
- * per socket: thousands of idle tabs each keep only this object and one small listener here (docs/benchmarks.md
- * "channel-memory").
+ * message per event) and the parsing of its frames, each handed to the socket's tab session (docs/events.md:
+ * Register binds the tab to the session, Ping keeps it alive, Unregister lets it go); what the session
+ * answers with a Disconnect, and a frame that is none of those, closes the socket with its code
+ * (hub/disconnect.ts). Its state is fields of one object with methods on the prototype rather than closures made
+ * per socket: thousands of idle tabs each keep only this object and one small listener here (docs/benchmarks.md#idle-tabs).
  */
 class WebSocketTab implements TabConnection {
   readonly transport = 'websocket';
   /** The socket's writes are held until the current burst of work is done (see `send`). */
   private corked = false;
-  /** The tab this socket registered (or is registering: a close during Register must still detach it). */
-  private address: TabAddress | undefined;
+  /** Everything the socket's frames ask of the registry and the hub goes through it. */
+  private readonly tab: TabSession;
   /**
    * Frames are handled one at a time so a Register finishes before the next frame is looked at. Undefined
    * while no frame is being handled (an idle tab keeps no promise).
@@ -59,10 +52,12 @@ class WebSocketTab implements TabConnection {
   constructor(
     private readonly socket: WebSocket,
     private readonly raw: Duplex,
-    private readonly session: string,
+    session: string,
     private readonly o: WebSocketChannelOptions,
     private readonly alive: () => void,
-  ) {}
+  ) {
+    this.tab = new TabSession(o, this, session);
+  }
 
   get open(): boolean {
     return this.socket.readyState === this.socket.OPEN;
@@ -87,9 +82,9 @@ class WebSocketTab implements TabConnection {
     return true;
   }
 
-  close(code: number, reason: string): void {
-    if (code === closeCodes.goingAway) return this.failForReconnect();
-    this.socket.close(code, reason);
+  close(disconnect: Disconnect): void {
+    if (disconnect.kind === 'shutdown') return this.failForReconnect();
+    this.socket.close(disconnect.closeCode, disconnect.reason);
   }
 
   /**
@@ -139,12 +134,13 @@ class WebSocketTab implements TabConnection {
     this.alive();
     const next: Promise<void> = (this.queue ?? Promise.resolve())
       .then(() => this.onFrame(isBinary ? undefined : data.toString()))
+      .then((ended) => {
+        if (ended !== undefined) this.close(ended);
+      })
       .catch((err: unknown) => {
-        // An outage outlasted the wait: "try again later" with the outage's code, which clients retry
-        // with the same tab; 1011 only for what is a fault of the service.
-        if (isOutage(err)) return this.socket.close(closeCodes.tryAgainLater, err.code);
+        // The session maps outages and faults itself; this is a fault of the socket's own code.
         this.o.log.error({ err }, 'websocket frame handling failed');
-        this.socket.close(1011, 'internal_error');
+        this.close(disconnects.internalError());
       })
       .finally(() => {
         if (this.queue === next) this.queue = undefined;
@@ -155,36 +151,23 @@ class WebSocketTab implements TabConnection {
   /** The socket closed: the hub lets go of this connection; what it still had to confirm did not arrive. */
   closed(): void {
     this.unconfirmed();
-    if (this.address !== undefined) this.o.hub.detach(this.address, this);
+    this.tab.closed();
   }
 
-  private async onFrame(text: string | undefined): Promise<void> {
-    const frame = text === undefined ? undefined : parseClientFrame(text);
-    if (!frame) return this.socket.close(closeCodes.frameInvalid, 'frame_invalid');
+  /** Hands a frame to the tab session; resolves with how the socket must end, if it must. */
+  private async onFrame(text: string | undefined): Promise<Disconnect | undefined> {
+    const frame: ClientFrame | undefined = text === undefined ? undefined : parseClientFrame(text);
+    if (!frame) return disconnects.frameInvalid('frame_invalid');
     switch (frame.cmd) {
-      case 'Register': {
-        if (this.address !== undefined && this.address.tabId !== frame.tabId) return this.socket.close(closeCodes.frameInvalid, 'tab_already_registered');
-        // Held through a short store or Redis outage (the socket stays open, the older reference script
-        // has no close handler and would stay deaf after a close), then closed 1013 (see received).
-        const register = () => this.o.registry.register(frame.tabId, this.session, this, frame.location, frame.lastEventId);
-        // Known before the store is asked: a socket that closes meanwhile is detached from what was attached.
-        const address = (this.address = { tabId: frame.tabId, session: this.session });
-        const outcome = await retryThroughOutage(register, { deadline: performance.now() + this.o.outageWaitMs, wanted: () => this.open });
-        // Refused: nothing was attached, and the tab is not this socket's.
-        if (outcome !== 'ok') this.address = undefined;
-        if (outcome === 'conflict') return this.socket.close(closeCodes.tabSessionMismatch, 'tab_session_mismatch');
-        if (outcome === 'too_many_tabs') return this.socket.close(closeCodes.tabLimitReached, 'tab_limit_reached');
-        // The socket may have closed while the Register was in the store: the hub must not keep it.
-        if (!this.open) this.o.hub.detach(address, this);
-        return;
-      }
+      case 'Register':
+        // Held through a short store or Redis outage (the socket stays open: the older reference script has
+        // no close handler and would stay deaf after a close), as long as a long-poll is held.
+        return this.tab.register(frame, { deadline: performance.now() + this.o.outageWaitMs });
       case 'Ping':
-        if (this.address !== undefined) this.o.hub.touch(this.address, this);
-        return;
+        this.tab.ping();
+        return undefined;
       case 'Unregister':
-        if (this.address !== undefined) await this.o.registry.unregister(this.address, this);
-        this.address = undefined;
-        return;
+        return this.tab.unregister();
     }
   }
 

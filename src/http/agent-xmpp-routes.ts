@@ -1,7 +1,8 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { Type } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
-import type { HandlerRegistry } from '../agent/handlers.js';
+import type { HandlerRegistry } from '../handlers/handlers.js';
+import { RegisterEventHandler } from '../agent/register-handler.js';
 import type { Messaging } from '../agent/messaging.js';
 import { TabwireError } from '../errors.js';
 import { TAB_ID_PATTERN } from '../protocol/frames.js';
@@ -13,6 +14,7 @@ import { hashSession, sessionIdOf } from './session.js';
 export interface AgentXmppRoutesOptions {
   handlers: HandlerRegistry;
   messaging: Messaging;
+  /** Whose a tab is and whether it is live, for RegisterEventHandler (agent/register-handler.ts). */
   registry: TabRegistry;
   /** Parses and re-serializes an XML payload (xmpp/xml-payload.ts); never concatenated into a stanza. */
   parseXml: (text: string) => { ok: true; xml: string } | { ok: false; error: string };
@@ -37,6 +39,7 @@ const PoppedMessage = Type.Object({
 /** The Agent API's XMPP group (docs/xmpp.md, docs/agent-api.md). */
 export async function agentXmppRoutes(fastify: FastifyInstance, o: AgentXmppRoutesOptions): Promise<void> {
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();
+  const registerHandler = new RegisterEventHandler({ handlers: o.handlers, tabs: o.registry });
   app.post(
     '/Agent/Xmpp/RegisterEventHandler',
     {
@@ -61,16 +64,15 @@ export async function agentXmppRoutes(fastify: FastifyInstance, o: AgentXmppRout
     },
     async (request) => {
       const { body } = request;
-      // Only the page that owns the tab may give it handlers: it must send the tab's session cookie too.
-      // The handler belongs to that session's tab: a session that takes the tab id later inherits none.
+      // The tab's owner proves itself with the session cookie (the use case says why).
       const sessionId = sessionIdOf(request);
-      // Without the cookie no session can match (a session hash is never empty): the tab's owner is told to send it.
-      const address = await o.registry.requireOwner(body.tabId, sessionId === undefined ? '' : hashSession(sessionId), { bindIfFree: false });
-      if (!(await o.registry.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${body.tabId}" is not live`);
-      const selector = { localName: body.localName || null, namespace: body.namespace || null, type: body.type || null };
-      const outcome = await o.handlers.register(request.agent!.accountId, address, selector, body.function ?? '');
-      if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');
-      if (outcome === 'too_many_handlers') throw new TabwireError('handler_limit_reached');
+      await registerHandler.run({
+        accountId: request.agent!.accountId,
+        tabId: body.tabId,
+        session: sessionId === undefined ? undefined : hashSession(sessionId),
+        selector: { localName: body.localName, namespace: body.namespace, type: body.type },
+        fn: body.function,
+      });
       return {};
     },
   );

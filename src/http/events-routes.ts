@@ -1,29 +1,25 @@
 import type { IncomingMessage } from 'node:http';
 import { Type } from '@sinclair/typebox';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import { holdPoll } from '../channel/long-poll.js';
-import { retryThroughOutage } from '../channel/outage-wait.js';
+import { checkResume, holdPoll, type LongPollChannelOptions, type PollAnswer } from '../channel/long-poll.js';
 import type { UpgradeDecision } from '../channel/websocket-upgrade.js';
 import { TabwireError } from '../errors.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
 import { EVENTS_SUBPROTOCOL, TAB_ID_PATTERN } from '../protocol/frames.js';
-import type { TabStore } from '../store/stores.js';
 import { documentAs, json, noBody, problems } from './openapi-schemas.js';
 import { checkOrigin, checkOriginHeader } from './origin.js';
 import { sendProblem } from './problem.js';
 import { ensureSession, hashSession, newSessionId, SESSION_COOKIE, sessionCookieOptions, sessionIdOf, validSessionId, type CookiePolicy } from './session.js';
 
 export interface EventsRoutesOptions {
+  /** With `hub`: the node each poll's tab session ends in (hub/tab-session.ts). */
   registry: TabRegistry;
   hub: Hub;
-  tabs: TabStore;
   allowedOrigins: readonly string[];
   cookies: CookiePolicy;
   longPollHoldMs: number;
-  /** Told to a session refused for holding too many tabs: when idle ones will have been let go. */
-  tabIdleSeconds: number;
 }
 
 function header(request: FastifyRequest, name: string): string | undefined {
@@ -94,7 +90,6 @@ const longPollDocumented = documentAs({
 
 /** The client event channel over plain HTTP: long-poll `/ClientEvents`, and a 426 for a GET of the WebSocket URL. */
 export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions): Promise<void> {
-  const { registry, hub } = o;
   // A poll waiting through a store outage is not in the hub yet, so the hub's close does not answer it.
   let stopping = false;
   app.addHook('preClose', async () => {
@@ -108,7 +103,7 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
    * Long-poll (wire-compatible with the reference client, docs/events.md "Long-poll"): body = page
    * location as text/plain, header X-TabID; the first poll of a tab registers it. Additive header
    * X-Last-Event-ID resumes a tab: if the service no longer knows it, 404 tells the client that
-   * buffered events may be gone.
+   * buffered events may be gone. Parsing and writing only: the poll's tab session does the rest.
    */
   app.post('/ClientEvents', { schema: longPollSchema, config: longPollDocumented }, async (request, reply) => {
     checkOrigin(request, o.allowedOrigins);
@@ -121,50 +116,50 @@ export async function eventsRoutes(app: FastifyInstance, o: EventsRoutesOptions)
     if (lastEventId !== undefined && !(Number.isSafeInteger(lastEventId) && lastEventId >= 0)) {
       throw new TabwireError('validation_failed', 'X-Last-Event-ID must be a non-negative integer');
     }
-    // Through an outage this look-up waits like the registration below (channel/outage-wait.ts).
+    const channel: LongPollChannelOptions = { registry: o.registry, hub: o.hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs, stopping: () => stopping };
     const writable = () => !reply.raw.destroyed && !request.raw.socket.destroyed;
-    const known = () => retryThroughOutage(() => o.tabs.sessionOf(tabId), { deadline: performance.now() + o.longPollHoldMs, wanted: () => writable() && !stopping });
-    if (lastEventId !== undefined && (await known()) === undefined) {
-      throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not known (any more); poll without X-Last-Event-ID to register it again`);
-    }
-    const newSession = sessionIdOf(request) === undefined;
+    const existing = sessionIdOf(request);
+    // Before the session cookie is set: a refused resume hands out none.
+    const refused = lastEventId === undefined ? undefined : await checkResume(channel, tabId, existing === undefined ? undefined : hashSession(existing), writable);
+    if (refused !== undefined) return answer(reply, refused, tabId, request.url);
     const sessionHash = ensureSession(request, reply, o.cookies);
     reply.header('cache-control', 'no-store');
 
-    const answer = await holdPoll(
-      { registry, hub, log: request.log as unknown as Logger, holdMs: o.longPollHoldMs, stopping: () => stopping },
-      {
-        tabId,
-        session: sessionHash,
-        location: typeof request.body === 'string' ? request.body.slice(0, 4096) : '',
-        lastEventId,
-        newSession,
-        client: request.raw.socket,
-        writable,
-        onClientGone: (listener) => reply.raw.on('close', listener),
-      },
-    );
-    switch (answer.kind) {
-      case 'events':
-        return reply.send(answer.frames);
-      case 'idle':
-        return reply.send([{ type: 'NOP' }]);
-      case 'unavailable':
-        // The store or Redis stayed unreachable for the whole hold time: 503 with Retry-After, as every
-        // route answers an outage (docs/errors.md "Outages"); never 500.
-        return sendProblem(reply, answer.error, request.url);
-      case 'superseded':
-        // Shutdown: an empty 200 (the reference client shows any other answer to the person) on a closing
-        // connection, so the client's next poll opens a new one and reaches another node or a restarted one.
-        if (answer.reason === 'shutdown') return reply.header('connection', 'close').send([]);
-        if (answer.reason === 'tab_session_mismatch') return sendProblem(reply, new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`), request.url);
-        if (answer.reason === 'tab_limit_reached') {
-          return sendProblem(reply, new TabwireError('tab_limit_reached', undefined, { retryAfter: o.tabIdleSeconds }), request.url);
-        }
-        if (answer.reason === 'internal_error') return sendProblem(reply, new TabwireError('internal_error'), request.url);
-        // Superseded (more live polls of the tab than it may have) or the client went away: an empty 200,
-        // never an error the reference client would show; it polls again.
-        return reply.send([]);
-    }
+    const held = await holdPoll(channel, {
+      tabId,
+      session: sessionHash,
+      location: typeof request.body === 'string' ? request.body.slice(0, 4096) : '',
+      lastEventId,
+      newSession: existing === undefined,
+      client: request.raw.socket,
+      writable,
+      onClientGone: (listener) => reply.raw.on('close', listener),
+    });
+    return answer(reply, held, tabId, request.url);
   });
+}
+
+/** Writes a poll's answer. The reference client shows any non-200 answer to the person (alert()): only refusals are problems. */
+function answer(reply: FastifyReply, answer: PollAnswer, tabId: string, instance: string): FastifyReply {
+  switch (answer.kind) {
+    case 'events':
+      return reply.send(answer.frames);
+    case 'idle':
+      return reply.send([{ type: 'NOP' }]);
+    case 'gone':
+      return reply.send([]);
+    case 'forgotten':
+      return sendProblem(reply, new TabwireError('tab_not_registered', `Tab "${tabId}" is not known (any more); poll without X-Last-Event-ID to register it again`), instance);
+    case 'ended': {
+      const { disconnect } = answer;
+      // A refusal, an outage that outlasted the hold time (503 with Retry-After, never 500: docs/errors.md
+      // "Outages"), a fault.
+      if (disconnect.problem !== undefined) return sendProblem(reply, disconnect.problem, instance);
+      // Shutdown: an empty 200 on a closing connection, so the client's next poll opens a new one and reaches
+      // another node or a restarted one. Superseded (more live polls of the tab than it may have): an empty
+      // 200 too, never an error; the client polls again.
+      if (disconnect.kind === 'shutdown') reply.header('connection', 'close');
+      return reply.send([]);
+    }
+  }
 }

@@ -1,6 +1,7 @@
-import rateLimit, { type FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { TabwireError } from '../errors.js';
+import type { RateLimitStore } from '../rate-limit/rate-limit-store.js';
 
 /** Names of the request rate limits, as in `tabwire_rate_limited_total{limit}`. */
 export type RequestLimitName = 'qr_session' | 'qr_address' | 'registration_address';
@@ -19,12 +20,12 @@ export interface RequestLimitsOptions {
   registrationsPerAddressPerMinute: number;
   onLimited: (limit: RequestLimitName) => void;
   /**
-   * The counters' home (`@fastify/rate-limit` store contract). Default: this node's memory; a
-   * cluster passes a shared store (cluster/redis-rate-limit-store.ts, chosen by cluster/factories.ts
-   * `createLimits`) so every node counts together. A store's `child` receives each limiter's
+   * The counters' home (rate-limit/rate-limit-store.ts). Default: this node's memory; a cluster
+   * passes a shared store (rate-limit/redis-rate-limit-store.ts, chosen by wiring/shared.ts) so every
+   * node counts together. A store's `child` receives each limiter's
    * `limitName` (a RequestLimitName) to keep the limits' counters apart.
    */
-  store?: FastifyRateLimitStoreCtor;
+  store?: RateLimitStore;
 }
 
 const WINDOW_MS = 60_000;
@@ -59,7 +60,7 @@ export async function registerRequestLimits(app: FastifyInstance, o: RequestLimi
       new TabwireError('rate_limited', `Rate limit exceeded; retry in ${context.after}`, { retryAfter: Math.max(1, Math.ceil(context.ttl / 1000)) }),
   });
   // `cache` sizes each limiter's own LRU (the plugin passes it to its store's `child`).
-  // `limitName` reaches a shared store's `child` (cluster/redis-rate-limit-store.ts); the memory store ignores it.
+  // `limitName` reaches a shared store's `child` (rate-limit/redis-rate-limit-store.ts); the memory store ignores it.
   const limiter = (limitName: RequestLimitName, max: number, keyGenerator?: (request: FastifyRequest) => string): Limiter =>
     app.createRateLimit({ max, timeWindow: WINDOW_MS, ...(keyGenerator ? { keyGenerator } : {}), cache: KEYS_PER_LIMIT, limitName } as Parameters<FastifyInstance['createRateLimit']>[0]);
 

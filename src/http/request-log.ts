@@ -34,7 +34,7 @@ export function serializeRequest(request: FastifyRequest) {
  * `error`) with the request (serialized as above), the status and the time it took, instead of
  * Fastify's two lines per request (one on arrival without the status, one on the answer without the
  * URL). On the QR path, where every waiting page asks every 2 s, each log line cost as much as a fifth of
- * the request (docs/benchmarks.md). Error logs of the default error handler are kept as Fastify writes them.
+ * the request (docs/benchmarks.md#access-log). Error logs of the default error handler are kept as Fastify writes them.
  */
 export class AccessLog extends LogController {
   override incomingRequest(): void {}

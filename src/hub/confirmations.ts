@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Broker } from '../broker/broker.js';
 import type { DeliveryFallback } from '../bus/bus.js';
-import { closeCodes } from '../protocol/close-codes.js';
+import { disconnects } from './disconnect.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';
 
@@ -94,7 +94,7 @@ export class Confirmations {
     for (const write of this.pending) {
       if (write.deadline > now) continue;
       void this.settle(write, false);
-      if (write.connection.open) write.connection.close(closeCodes.pingTimeout, 'confirm_timeout');
+      if (write.connection.open) write.connection.close(disconnects.confirmTimeout);
       // A frozen peer never finishes the closing handshake: the tab must not count as connected meanwhile,
       // or the next message would be written into the same socket instead of being stored.
       this.o.declaredDead(write.address, write.connection);

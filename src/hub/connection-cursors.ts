@@ -5,8 +5,8 @@ import type { TabConnection } from './connection.js';
  * undefined while its Register is being served), oldest first: the subset of a Map the hub uses.
  *
  * Almost every tab has one connection, kept in two fields; a second one (a duplicated browser tab) and later
- * ones go in a Map made then. A Map per tab cost ~180 bytes of every idle tab's memory (docs/benchmarks.md
- * "channel-memory"). `forEach` while connections are deleted behaves as a Map's does: deleting the first leaves
+ * ones go in a Map made then. A Map per tab cost ~180 bytes of every idle tab's memory (docs/benchmarks.md#idle-tabs).
+ * `forEach` while connections are deleted behaves as a Map's does: deleting the first leaves
  * a hole (the later ones do not move), and a connection deleted before its turn is not visited.
  */
 export class ConnectionCursors {

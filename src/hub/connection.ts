@@ -1,4 +1,5 @@
 import type { EventFrame } from '../protocol/frames.js';
+import type { Disconnect } from './disconnect.js';
 
 /**
  * What the hub needs of a transport (WebSocket, long-poll): write frames, close. Transports know
@@ -24,5 +25,6 @@ export interface TabConnection {
    * it (long-poll) the tab's next poll confirms (docs/xmpp.md "Delivered means confirmed").
    */
   confirm?(done: (reached: boolean) => void): void;
-  close(code: number, reason: string): void;
+  /** Ends the connection the way `disconnect` says for this transport (disconnect.ts); nothing is written after it. */
+  close(disconnect: Disconnect): void;
 }

@@ -1,6 +1,6 @@
 import type { Announcement } from '../broker/broker.js';
 import type { DeliveryFallback } from '../bus/bus.js';
-import { closeCodes } from '../protocol/close-codes.js';
+import { disconnects } from './disconnect.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';
 import { DEFAULT_ROLL_EVERY_MS, DEFAULT_ROLL_MS, PresenceKeeper, type HeldTab } from './presence-keeper.js';
@@ -182,7 +182,7 @@ export class Hub implements Delivery {
       });
       // A Register or poll served while the node stops (a kept-alive connection) gets what it missed and is
       // then closed as every connection was: the page goes on on another node.
-      if (this.closed) connection.close(closeCodes.goingAway, 'shutdown');
+      if (this.closed) connection.close(disconnects.shutdown);
     }
     return created ? 'created' : 'attached';
   }
@@ -342,7 +342,7 @@ export class Hub implements Delivery {
     this.closed = true;
     this.unsubscribe();
     this.stopResume();
-    for (const tab of this.tabs.values()) tab.connections.forEach((_, connection) => connection.close(closeCodes.goingAway, 'shutdown'));
+    for (const tab of this.tabs.values()) tab.connections.forEach((_, connection) => connection.close(disconnects.shutdown));
     this.handingOver = this.handOver();
   }
 

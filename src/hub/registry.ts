@@ -2,6 +2,7 @@ import type { Clock } from '../clock.js';
 import { sharedStateUnavailable, TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
+import { BoundOrigins } from './bound-origins.js';
 import type { TabConnection } from './connection.js';
 import { resultPublishKey } from './delivery.js';
 import { FirstVisitTickets } from './first-visit.js';
@@ -96,6 +97,8 @@ export class TabRegistry {
    * again finds the tab attached already, and must still replay (addressKey).
    */
   private readonly owedReplays = new Set<string>();
+  /** The page origin this node last bound each tab from, so a repeat Register skips the store (boundHere). */
+  private readonly boundOrigins = new BoundOrigins();
 
   constructor(private readonly o: TabRegistryOptions) {
     this.owners = new OwnerCache(() => o.clock.now());
@@ -109,20 +112,22 @@ export class TabRegistry {
    */
   async register(tabId: string, session: string, connection: TabConnection, location: string, lastEventId?: number): Promise<RegisterOutcome> {
     const { tabs, hub, clock } = this.o;
-    const bound = await tabs.bind(tabId, session, clock.now(), originOfLocation(location));
+    const address = { tabId, session };
+    const origin = originOfLocation(location);
+    const bound = this.boundHere(address, origin) ? 'bound' : await tabs.bind(tabId, session, clock.now(), origin);
     if (bound === 'conflict') return 'conflict';
     this.owners.set(tabId, session);
-    const address = { tabId, session };
+    this.boundOrigins.bound(address, origin);
     const attached = await this.shared(() => hub.attach(address, connection, lastEventId));
     if (attached === 'too_many_tabs') {
       if (bound === 'created') await this.removeBinding({ tabId, session });
       return 'too_many_tabs';
     }
-    if (bound === 'created') this.tickets.grant(tabId, { session, origin: originOfLocation(location) });
+    if (bound === 'created') this.tickets.grant(tabId, { session, origin });
     this.wake(tabId);
     // New to the service (first Register, or its stream was lost with a restart): results its session's
     // codes sent in the last moments may have been lost with it; they are derived again from the settled codes.
-    // Safe to run again after an outage broke it part-way (channel/outage-wait.ts): a replay that failed is owed.
+    // Safe to run again after an outage broke it part-way (outage-wait.ts): a replay that failed is owed.
     const key = addressKey(address);
     if (attached === 'created' || this.owedReplays.has(key)) {
       if (this.owedReplays.size >= OWED_REPLAYS_SIZE) this.owedReplays.clear();
@@ -154,7 +159,34 @@ export class TabRegistry {
   /** Removes the tab's binding if it is still this session's (Unregister, or no node holds the tab any more). */
   async removeBinding(address: TabAddress): Promise<void> {
     this.owners.delete(address.tabId);
+    this.boundOrigins.forget(address);
     await this.o.tabs.remove(address.tabId, address.session);
+  }
+
+  /**
+   * Whether a Register (a repeat poll, a socket reconnecting) of a tab this node holds for the session can
+   * skip the store: while some node holds a tab its binding is its session's (a binding is removed only on
+   * Unregister or once no node holds the tab, see removeBinding), and refreshTabBindings keeps it marked. A
+   * page location of another origin than the one this node bound the tab from is bound again, so that
+   * cookie-less QR requests follow the page (TabStore.bind); a location without an origin changes nothing.
+   */
+  private boundHere(address: TabAddress, origin: string | null): boolean {
+    return this.o.hub.holdsHere(address) && this.boundOrigins.matches(address, origin);
+  }
+
+  /**
+   * Whether the tab is bound to some session: a poll resuming after an event id of a tab the service no
+   * longer knows is told so (docs/events.md "Long-poll"). A tab this node holds for `session` is bound (see
+   * boundHere): the store is not asked.
+   */
+  async isBound(tabId: string, session: string | undefined): Promise<boolean> {
+    if (session !== undefined && this.o.hub.holdsHere({ tabId, session })) return true;
+    return (await this.o.tabs.sessionOf(tabId)) !== undefined;
+  }
+
+  /** Seconds after which a session refused for its tab limit may try again: its idle tabs are let go by then. */
+  get tabLimitRetryAfter(): number {
+    return Math.ceil(this.o.tabIdleMs / 1000);
   }
 
   /**

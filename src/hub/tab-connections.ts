@@ -1,5 +1,5 @@
-import { closeCodes } from '../protocol/close-codes.js';
 import type { TabConnection } from './connection.js';
+import { disconnects } from './disconnect.js';
 import { hasOpen, prune, type LocalTab } from './local-tab.js';
 
 /** A holder's `connectedUntil` for a tab with a live connection: its node's heartbeat decides. */
@@ -14,7 +14,7 @@ export function addConnection(tab: LocalTab, connection: TabConnection): void {
   if (tab.connections.size >= MAX_CONNECTIONS_PER_TAB) {
     const oldest = tab.connections.oldest()!;
     tab.connections.delete(oldest);
-    oldest.close(closeCodes.replaced, 'replaced');
+    oldest.close(disconnects.replaced);
   }
   tab.connections.set(connection, undefined);
 }

@@ -11,7 +11,7 @@ let next = POOL_TOKENS;
 /**
  * `bytes` (at most 16) random bytes as base64url, from a pool the CSPRNG refills 256 tokens at a time
  * (the way crypto.randomUUID caches its randomness): every QR request takes two, and one call into the
- * CSPRNG per token was about 2 µs each on the QR hot path (docs/benchmarks.md). Each token's bytes are
+ * CSPRNG per token was about 2 µs each on the QR hot path (docs/benchmarks.md#login-codes). Each token's bytes are
  * used once and never again, so the pool changes nothing about what is random.
  */
 function randomToken(bytes = TOKEN_BYTES): string {
@@ -44,7 +44,7 @@ function timePrefix(ms: number): string {
  * A login code (docs/signing.md): 22 URL-safe characters, a 36-bit millisecond time prefix then 96 random
  * bits. Codes are stored keyed by the code, one per QR refresh of every waiting page: with a random key
  * each insert wrote into a random page of the key's index (about 6 KB of WAL per code, twice the insert's
- * CPU); codes issued in order go to the index's end (docs/benchmarks.md "Waiting people"). What makes a
+ * CPU); codes issued in order go to the index's end (docs/benchmarks.md#login-codes). What makes a
  * code unguessable is the random part; the prefix only tells when it was issued, which its page shows anyway.
  */
 export const newCode = (now: number): string => timePrefix(now) + randomToken(CODE_RANDOM_BYTES);

@@ -111,7 +111,7 @@ class Shelf {
 /**
  * `text` and `base64` answers made ahead on a thread of their own (docs/signing.md "Encoder thread").
  * Encoding and rendering the symbol is most of a QR request's CPU (~30 µs of ~65 for `text`, ~55 of
- * ~90 for `base64`, docs/benchmarks.md); under load the thread does it beside the event loop, for codes
+ * ~90 for `base64`, docs/benchmarks.md#encoder-thread); under load the thread does it beside the event loop, for codes
  * the stock draws here with `newCode`, and a request takes the next ready answer with its code. When
  * none is ready (the first second of load, a burst, a failed thread, or little traffic) the request
  * encodes its own code as before: nothing ever waits for the thread. A code taken from the stock is

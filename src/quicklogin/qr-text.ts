@@ -23,7 +23,7 @@ function maxBytes(matrix: QrMatrix): number {
  * Writes the QR as lines of Unicode half blocks with a quiet zone of spaces, UTF-8, into `out` from
  * `at`, the lines separated by an escaped line break (JSON string content); returns where it ends.
  * Written as bytes because `text` mode sends them on every request: a string built and then
- * serialised as JSON and encoded as UTF-8 cost three times as much (docs/benchmarks.md).
+ * serialised as JSON and encoded as UTF-8 cost three times as much (docs/benchmarks.md#qr-answers).
  */
 function writeLines(matrix: QrMatrix, out: Buffer, at: number): number {
   const { size, words, bits } = matrix;

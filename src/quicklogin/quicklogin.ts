@@ -114,7 +114,7 @@ export class QuickLogin {
   async sign(code: string, signature: Signature, presentedBinding?: string): Promise<{ state: 'approved' | 'rejected' }> {
     const delivered = this.o.timeSignature?.();
     // The code and the identity are read at once: one round trip to a shared store instead of two
-    // (docs/benchmarks.md "Cluster": each sequential round trip adds to the signature's tail). A failed
+    // (docs/benchmarks.md#cluster-round-trips: each sequential round trip adds to the signature's tail). A failed
     // identity look-up waits for the code's check, so a bad code is still reported first.
     const identityRead = this.o.store.identities.get(signature.legalId);
     identityRead.catch(() => undefined);

@@ -165,7 +165,7 @@ const migrations: Record<string, Migration> = {
     async up(db: Kysely<any>) {
       // Only settled codes are looked up by tab (recentTabEvents asks for signed_at >= ?, which implies
       // NOT NULL, so SQLite and PostgreSQL still use the index). Pending codes, one per QR request,
-      // no longer pay for an index entry: about a third of an insert's cost (docs/benchmarks.md).
+      // no longer pay for an index entry: about a third of an insert's cost (docs/benchmarks.md#login-codes).
       await db.schema.dropIndex('codes_tab_signed').execute();
       await db.schema.createIndex('codes_tab_signed').on('codes').columns(['tab_id', 'signed_at']).where('signed_at', 'is not', null).execute();
     },

@@ -1,72 +1,75 @@
 import type { Logger } from 'pino';
 import { Accounts } from '../agent/accounts.js';
-import type { HandlerRegistry } from '../agent/handlers.js';
 import { Messaging } from '../agent/messaging.js';
 import { MessageRouter } from '../agent/router.js';
 import type { TokenService } from '../agent/tokens.js';
 import { UndeliveredMessages } from '../agent/undelivered.js';
-import { createHandlerRegistry, createLimits, createXmppConnection, type Limits } from '../cluster/factories.js';
+import type { Bus } from '../bus/bus.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { isOutage } from '../errors.js';
+import type { HandlerRegistry } from '../handlers/handlers.js';
+import { agentAccountRoutes, type AgentAccountRoutesOptions } from '../http/agent-account-routes.js';
+import { agentXmppRoutes } from '../http/agent-xmpp-routes.js';
 import type { Hub } from '../hub/hub.js';
+import type { TabRegistry } from '../hub/registry.js';
+import type { LeaseFactory } from '../lease/lease.js';
 import type { Metrics } from '../metrics.js';
-import type { LeasedXmppComponent } from '../xmpp/leased-component.js';
+import type { InboundMessage } from '../protocol/xmpp-message.js';
+import type { Store } from '../store/stores.js';
+import { XmppComponent } from '../xmpp/component.js';
+import { LeasedXmppComponent, XMPP_LEASE_TTL_MS } from '../xmpp/leased-component.js';
 import { toInboundMessage } from '../xmpp/stanza.js';
-import type { Lifecycle } from './area.js';
+import { parseXmlPayload } from '../xmpp/xml-payload.js';
+import type { Area } from './area.js';
 import type { TabHooks } from './events.js';
-import type { SharedState } from './shared.js';
+import { LEASES, type SharedState } from './shared.js';
 
-export interface AgentArea extends Lifecycle {
+export interface AgentArea extends Area {
   accounts: Accounts;
-  handlers: HandlerRegistry;
-  /** Login throttles and the request rate limiter's store (shared in a cluster). */
-  limits: Limits;
   router: MessageRouter;
   messaging: Messaging;
   /** The XMPP server connection, when one is configured (held by one node of a cluster at a time). */
   xmpp: LeasedXmppComponent | undefined;
 }
 
-/** The part of the agent a tab's life reaches: made before the events area, whose hub is given `hooks` when it is made. */
-export interface AgentTabState {
-  handlers: HandlerRegistry;
-  /** For createEventsArea: what the hub does with an XMPP message a tab could not take, and with a tab it lets go. */
-  hooks: TabHooks;
-}
-
-/**
- * The handler registry and the store of undelivered messages need no hub, so they are made first and the
- * hub is built with them; the router, which delivers through the hub, comes after it in createAgentArea.
- */
-export function createAgentTabState(o: { config: Config; shared: SharedState; log: Logger }): AgentTabState {
-  const { config, log } = o;
-  const handlers = createHandlerRegistry({ redis: o.shared.redis, config, log });
+/** What the hub does for the agent (createEventsArea's `hooks`): made before the hub, with what needs no hub. */
+export function createAgentTabHooks(config: Config, { store, handlers, log }: { store: Store; handlers: HandlerRegistry; log: Logger }): TabHooks {
   // Logged as the router's, whose part it was (docs/xmpp.md "Delivered means confirmed").
-  const undelivered = new UndeliveredMessages({ messages: o.shared.store.messages, quota: config.messageQuotaPerAccount, log: log.child({ module: 'agent:router' }) });
+  const undelivered = new UndeliveredMessages({ messages: store.messages, quota: config.messageQuotaPerAccount, log: log.child({ module: 'agent:router' }) });
   return {
-    handlers,
-    hooks: {
-      storeUndelivered: (fallback) => undelivered.store(fallback),
-      forgetHandlers: (address) => void handlers.forgetTab(address),
-      touchHandlers: (addresses) => void handlers.touchTabs(addresses),
-    },
+    storeUndelivered: (fallback) => undelivered.store(fallback),
+    forgetHandlers: (address) => void handlers.forgetTab(address),
+    touchHandlers: (addresses) => void handlers.touchTabs(addresses),
   };
 }
 
-/** The Agent API's domain: accounts and their throttles, XMPP event handlers, message routing, the XMPP component (docs/agent-api.md, docs/xmpp.md). */
-export function createAgentArea(o: { config: Config; shared: SharedState; hub: Hub; handlers: HandlerRegistry; tokens: TokenService; clock: Clock; metrics: Metrics; log: Logger }): AgentArea {
-  const { config, hub, handlers, clock, log } = o;
-  const { store, redis } = o.shared;
-  const limits = createLimits({ redis, clock, config, log });
+export interface AgentAreaDeps {
+  shared: SharedState;
+  hub: Hub;
+  registry: TabRegistry;
+  tokens: TokenService;
+  /** The Agent API's bearer check (wiring/keys.ts). */
+  guard: AgentAccountRoutesOptions['guard'];
+  clock: Clock;
+  metrics: Metrics;
+  log: Logger;
+}
+
+/**
+ * The Agent API's domain: accounts and their throttles, XMPP event handlers, message routing, the XMPP
+ * component (docs/agent-api.md, docs/xmpp.md); the /Agent/Account and /Agent/Xmpp routes.
+ */
+export function createAgentArea(config: Config, { shared, hub, registry, tokens, guard, clock, metrics, log }: AgentAreaDeps): AgentArea {
+  const { store, handlers, limits } = shared;
   const accounts = new Accounts({
     accounts: store.accounts,
-    tokens: o.tokens,
+    tokens,
     clock,
     // docs/agent-api.md "Throttling": a few attempts per account and window; an address gets more room.
     accountThrottle: limits.accountThrottle,
     addressThrottle: limits.addressThrottle,
-    onLimited: (limit) => o.metrics.rateLimited.inc({ limit }),
+    onLimited: (limit) => metrics.rateLimited.inc({ limit }),
   });
   const router = new MessageRouter({
     componentDomain: config.xmppComponentDomain,
@@ -80,13 +83,13 @@ export function createAgentArea(o: { config: Config; shared: SharedState; hub: H
     log: log.child({ module: 'agent:router' }),
     quota: config.messageQuotaPerAccount,
   });
-  const xmpp = createXmppConnection({
-    config,
-    leases: o.shared.leases,
-    bus: o.shared.bus,
-    nodeId: o.shared.nodeId,
+  const xmpp = createXmppConnection(config, {
+    leases: shared.leases,
+    bus: shared.bus,
+    nodeId: shared.nodeId,
     log,
-    onMessage: async (message) => {
+    // An incoming message is answered on the connection it came in on: a bounce when it can be neither delivered nor stored.
+    onMessage: async (message, bounce) => {
       let outcome;
       try {
         outcome = await router.route(message);
@@ -95,23 +98,50 @@ export function createAgentArea(o: { config: Config; shared: SharedState; hub: H
         // The store (or Redis) cannot be reached: the message can be neither pushed nor stored. The sender is
         // told to try again rather than left to think it arrived (RFC 6120 §8.3.2: type "wait", temporary).
         log.warn({ err, to: message.to }, 'an XMPP message could not be routed during an outage; bounced');
-        return xmpp!.bounce(message, 'resource-constraint');
+        return bounce(message, 'resource-constraint');
       }
       // RFC 6121 §8.5.2: a message to an account that does not exist is answered service-unavailable.
-      if (outcome === 'unknown_recipient') await xmpp!.bounce(message, 'service-unavailable');
-      if (outcome === 'quota_full') await xmpp!.bounce(message, 'resource-constraint');
+      if (outcome === 'unknown_recipient') await bounce(message, 'service-unavailable');
+      if (outcome === 'quota_full') await bounce(message, 'resource-constraint');
     },
   });
   const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
   return {
     accounts,
-    handlers,
-    limits,
     router,
     messaging,
     xmpp,
+    async registerRoutes({ app }) {
+      await app.register(agentAccountRoutes, { accounts, tokens, apiKeys: store.apiKeys, openRegistration: config.openRegistration, guard });
+      await app.register(agentXmppRoutes, { handlers, messaging, registry, parseXml: parseXmlPayload, guard });
+    },
     // The lease holder connects in the background; the service starts without its XMPP server and keeps reconnecting.
     start: () => xmpp?.start(),
     stop: async () => xmpp?.stop(),
   };
+}
+
+/** Answers a message with a stanza error (RFC 6120 §8.3). */
+type Bounce = XmppComponent['bounce'];
+
+/**
+ * The XMPP server connection of the cluster: this node connects only while it holds the
+ * `xmpp-component` lease; sends from any node reach the holder over the bus. `start()` it (not
+ * awaited by anything), `stop()` at shutdown; it is the Messaging link. `onMessage` is given the
+ * connection's bounce for the message it handles.
+ */
+function createXmppConnection(
+  config: Config,
+  { leases, bus, nodeId, log, onMessage }: { leases: LeaseFactory; bus: Bus; nodeId: string; log: Logger; onMessage: (message: InboundMessage, bounce: Bounce) => Promise<void> },
+): LeasedXmppComponent | undefined {
+  if (config.xmppService === undefined) return undefined;
+  const component: XmppComponent = new XmppComponent({
+    service: config.xmppService,
+    domain: config.xmppComponentDomain,
+    password: config.xmppComponentSecret!,
+    log,
+    // Called only once the component is connected, so `component` is made by then.
+    onMessage: (message) => onMessage(message, (original, condition) => component.bounce(original, condition)),
+  });
+  return new LeasedXmppComponent({ component, lease: leases(LEASES.xmppComponent, XMPP_LEASE_TTL_MS), bus, nodeId, log });
 }

@@ -1,5 +1,10 @@
 import type { Logger } from 'pino';
 import type { DeliveryFallback } from '../bus/bus.js';
+import { serveWebSocket } from '../channel/websocket.js';
+import { WebSocketUpgrade } from '../channel/websocket-upgrade.js';
+import { decideUpgrade, eventsRoutes } from '../http/events-routes.js';
+import { eventsScriptRoutes } from '../http/events-script-routes.js';
+import { rawProblemResponse } from '../http/problem.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { TabAddress } from '../protocol/address.js';
@@ -9,7 +14,7 @@ import { TabRegistry } from '../hub/registry.js';
 import type { Metrics } from '../metrics.js';
 import { redisUnavailable } from '../redis/errors.js';
 import { EventTypes } from '../protocol/events.js';
-import { intervals, type Lifecycle } from './area.js';
+import { intervals, type Area } from './area.js';
 import type { SharedState } from './shared.js';
 
 const HUB_SWEEP_MS = 5_000;
@@ -25,7 +30,22 @@ const LONG_POLL_GAP_MS = 10_000;
  */
 const TAB_REGISTRATION_WAIT_MS = 10_000;
 
-/** What other areas do when a tab's events cannot reach it, or a tab is let go: made before the events area (wiring/agent.ts createAgentTabState). */
+/** The event channel's WebSocket endpoint (docs/events.md); the only path whose upgrades are accepted. */
+export const WEBSOCKET_PATH = '/ClientEventsWS';
+/**
+ * At shutdown, a WebSocket not closed this long after its close was sent is cut (docs/deployment.md
+ * "Stopping a node"). A close handshake takes a round trip; this only bounds a peer that never finishes it.
+ */
+export const WEBSOCKET_CLOSE_DEADLINE_MS = 2_000;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The WebSocket server behind `/ClientEventsWS` (its `clients` are the live sockets). */
+    websocketServer: WebSocketUpgrade['server'];
+  }
+}
+
+/** What other areas do when a tab's events cannot reach it, or a tab is let go: made before the events area (wiring/agent.ts createAgentTabHooks). */
 export interface TabHooks {
   /** An XMPP event its tab could not take: stored for PopMessages. */
   storeUndelivered(fallback: DeliveryFallback): Promise<void>;
@@ -35,16 +55,28 @@ export interface TabHooks {
   touchHandlers(addresses: readonly TabAddress[]): void;
 }
 
-export interface EventsArea extends Lifecycle {
+export interface EventsArea extends Area {
   hub: Hub;
   registry: TabRegistry;
   /** First step of shutdown: closes every tab connection now. Idempotent. */
   closeConnections(): void;
 }
 
-/** The client event channel's domain: this node's live tabs (hub) and tab registration (docs/events.md). */
-export function createEventsArea(o: { config: Config; shared: SharedState; clock: Clock; metrics: Metrics; log: Logger; instanceId: string; hooks: TabHooks }): EventsArea {
-  const { config, shared, clock, log, hooks } = o;
+export interface EventsAreaDeps {
+  shared: SharedState;
+  clock: Clock;
+  metrics: Metrics;
+  log: Logger;
+  /** What the agent does when a tab's events cannot reach it, or a tab is let go (wiring/agent.ts createAgentTabHooks). */
+  hooks: TabHooks;
+}
+
+/**
+ * The client event channel's domain: this node's live tabs (hub) and tab registration (docs/events.md);
+ * its WebSocket endpoint, the long-poll route and `/Events.js`. `instanceId` is this run's id, told to
+ * every page in its greeting.
+ */
+export function createEventsArea(config: Config, instanceId: string, { shared, clock, metrics, log, hooks }: EventsAreaDeps): EventsArea {
   const { store, bus, broker } = shared;
   // Store writes the hub's hooks start and nobody awaits: the store must stay open until they are done.
   const writes = new Set<Promise<void>>();
@@ -66,8 +98,8 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     messageConfirmMs: config.messageConfirmSeconds * 1000,
     maxTabsPerSession: config.tabsPerSession,
     // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
-    greeting: () => ({ type: EventTypes.CheckServerInstance, data: o.instanceId }),
-    counters: o.metrics.hubCounters,
+    greeting: () => ({ type: EventTypes.CheckServerInstance, data: instanceId }),
+    counters: metrics.hubCounters,
     onFallback: (fallback) => {
       track(hooks.storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed')));
     },
@@ -80,7 +112,7 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     },
     onStreamLost: (address) => registry.streamLost(address),
   });
-  o.metrics.watchHub(() => hub.snapshot());
+  metrics.watchHub(() => hub.snapshot());
   const registry = new TabRegistry({
     tabs: store.tabs,
     codes: store.codes,
@@ -116,6 +148,32 @@ export function createEventsArea(o: { config: Config; shared: SharedState; clock
     hub,
     registry,
     closeConnections: () => hub.close(),
+    async registerRoutes({ app, cookies }) {
+      // A Register waits through an outage as long as a poll is held, so both transports ride out the same one.
+      const channel = { registry, hub, log: log.child({ module: 'channel:websocket' }), outageWaitMs: config.longPollHoldSeconds * 1000 };
+      const upgrade = new WebSocketUpgrade(app.server, {
+        path: WEBSOCKET_PATH,
+        maxPayload: 16 * 1024,
+        clock,
+        pingTimeoutMs: config.pingTimeoutSeconds * 1000,
+        closeDeadlineMs: WEBSOCKET_CLOSE_DEADLINE_MS,
+        decide: decideUpgrade(app, { allowedOrigins: config.allowedOrigins, cookies }),
+        serve: (socket, sessionHash, alive, raw) => serveWebSocket(socket, sessionHash, channel, alive, raw),
+        refusal: rawProblemResponse,
+      });
+      app.decorate('websocketServer', upgrade.server);
+      app.addHook('preClose', async () => upgrade.close());
+      await app.register(eventsRoutes, {
+        registry,
+        hub,
+        longPollHoldMs: config.longPollHoldSeconds * 1000,
+        allowedOrigins: config.allowedOrigins,
+        cookies,
+      });
+      // It hands out the session cookie, so a page's first QR request carries it even when the event
+      // channel's handshake is still under way (docs/events.md "QR requests and the tab").
+      await app.register(eventsScriptRoutes, { cookies });
+    },
     start: () => {
       timers.start();
       if (shared.clustered) void heartbeat();

@@ -1,36 +1,54 @@
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
+import { agentLegalRoutes, type AgentLegalRoutesOptions } from '../http/agent-legal-routes.js';
 import type { ApplyOptions } from '../identity/apply.js';
 import { ensureDevIdentity, type DevIdentity } from '../identity/dev-identity.js';
 import { IdentityQuota, LIVE_STATES } from '../identity/quota.js';
 import type { Metrics } from '../metrics.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { Store } from '../store/stores.js';
-import type { Lifecycle } from './area.js';
+import type { Area } from './area.js';
 
-export interface IdentityArea extends Lifecycle {
+export interface IdentityArea extends Area {
   apply: ApplyOptions;
   /** Identities per agent account (config identitiesPerAccount). */
   identityQuota: IdentityQuota;
   devIdentity: DevIdentity | undefined;
 }
 
-/** Identities: applications, the per-account quota, the development identity (docs/signing.md). */
-export async function createIdentityArea(o: { config: Config; store: Store; clock: Clock; signer: ServerSigner; metrics: Metrics }): Promise<IdentityArea> {
-  const { config, store, clock } = o;
+export interface IdentityAreaDeps {
+  store: Store;
+  clock: Clock;
+  signer: ServerSigner;
+  metrics: Metrics;
+  /** The Agent API's bearer check (wiring/keys.ts). */
+  guard: AgentLegalRoutesOptions['guard'];
+}
+
+/** Identities: applications, the per-account quota, the development identity (docs/signing.md); the Agent API's /Agent/Legal routes. */
+export async function createIdentityArea(config: Config, { store, clock, signer, metrics, guard }: IdentityAreaDeps): Promise<IdentityArea> {
   const apply: ApplyOptions = {
     store,
     clock,
     provider: config.legalDomain,
-    signBytes: (bytes) => o.signer.signBytes(bytes),
+    signBytes: (bytes) => signer.signBytes(bytes),
     validDays: config.identityValidDays,
     autoApprove: config.autoApproveIdentities,
   };
   const identityQuota = new IdentityQuota({
     count: (accountId) => store.identities.countFor(accountId, LIVE_STATES),
     limit: config.identitiesPerAccount,
-    onRefused: () => o.metrics.quotaExceeded.inc({ limit: 'identities_per_account' }),
+    onRefused: () => metrics.quotaExceeded.inc({ limit: 'identities_per_account' }),
   });
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
-  return { apply, identityQuota, devIdentity, start() {}, async stop() {} };
+  return {
+    apply,
+    identityQuota,
+    devIdentity,
+    async registerRoutes({ app }) {
+      await app.register(agentLegalRoutes, { apply, guard, quota: identityQuota, pageSize: config.identityPageSize });
+    },
+    start() {},
+    async stop() {},
+  };
 }

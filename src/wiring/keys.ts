@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import { TokenService } from '../agent/tokens.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
+import { bearerGuard } from '../http/bearer.js';
 import { loadServerSigner, type ServerSigner } from '../quicklogin/server-signer.js';
 import type { Store } from '../store/stores.js';
 import { intervals, type Lifecycle } from './area.js';
@@ -13,13 +14,21 @@ export interface KeysArea extends Lifecycle {
   signer: ServerSigner;
   /** Agent API JWTs (their own key ring in the store). */
   tokens: TokenService;
+  /** The Agent API's `Authorization: Bearer` check, for the route modules that need a token (RFC 6750). */
+  guard: ReturnType<typeof bearerGuard>;
+}
+
+export interface KeysAreaDeps {
+  store: Store;
+  clock: Clock;
+  log: Logger;
 }
 
 /** The service's key rings, read from the store every node shares (docs/agent-api.md "Keys"). */
-export async function createKeysArea(o: { config: Config; store: Store; clock: Clock; log: Logger }): Promise<KeysArea> {
-  const signer = await loadServerSigner(o.store.serverKeys, o.clock);
-  const tokens = await TokenService.load(o.store.serverKeys, o.clock, o.config.publicBaseUrl);
+export async function createKeysArea(config: Config, { store, clock, log }: KeysAreaDeps): Promise<KeysArea> {
+  const signer = await loadServerSigner(store.serverKeys, clock);
+  const tokens = await TokenService.load(store.serverKeys, clock, config.publicBaseUrl);
   // Picks up keys rotated by the CLI or another node, so the newest key signs everywhere (an unknown kid verifies at once anyway).
-  const timers = intervals([() => tokens.reload().catch((err: unknown) => o.log.error({ err }, 'token key reload failed')), TOKEN_KEY_RELOAD_MS]);
-  return { signer, tokens, start: () => timers.start(), stop: () => timers.stop() };
+  const timers = intervals([() => tokens.reload().catch((err: unknown) => log.error({ err }, 'token key reload failed')), TOKEN_KEY_RELOAD_MS]);
+  return { signer, tokens, guard: bearerGuard(tokens, store.accounts), start: () => timers.start(), stop: () => timers.stop() };
 }

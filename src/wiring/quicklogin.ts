@@ -7,35 +7,45 @@ import { CallbackDeliverer } from '../callbacks/deliverer.js';
 import { BackendRegistrations } from '../callbacks/registrations.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
+import { pagesRoutes } from '../http/pages-routes.js';
+import { quickLoginRoutes } from '../http/quicklogin-routes.js';
+import { walletRoutes } from '../http/wallet-routes.js';
 import type { Hub } from '../hub/hub.js';
 import type { TabRegistry } from '../hub/registry.js';
+import type { DevIdentity } from '../identity/dev-identity.js';
+import { runOncePerCluster, type ClusterJob, type LeaderRunner } from '../lease/leader.js';
+import type { LeaseFactory } from '../lease/lease.js';
 import type { Metrics } from '../metrics.js';
 import { QuickLogin } from '../quicklogin/quicklogin.js';
+import { ResultOutbox } from '../quicklogin/result-outbox.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
 import type { Store } from '../store/stores.js';
-import type { Lifecycle } from './area.js';
-import { createResultOutboxRunner } from '../cluster/factories.js';
-import type { LeaseFactory } from '../lease/lease.js';
-import { ResultOutbox } from '../quicklogin/result-outbox.js';
+import type { Area } from './area.js';
+import { LEASES } from './shared.js';
 
 /** How often the result outbox looks for owed results, and how long a settling node has to publish its own. */
 const RESULT_SWEEP_MS = 1_000;
 const RESULT_GRACE_MS = 2_000;
+/**
+ * Short, so that when the holder dies with results owed (the case the outbox is for), another node
+ * publishes them within seconds: the hold ends at most this long after the last renewal.
+ */
+const RESULT_OUTBOX_LEASE_TTL_MS = 6_000;
 
-export interface QuickLoginArea extends Lifecycle {
+export interface QuickLoginArea extends Area {
   quickLogin: QuickLogin;
   registrations: BackendRegistrations;
   deliverer: CallbackDeliverer;
 }
 
-/** QR codes, signatures and results, and backend mode's callbacks (docs/signing.md, docs/backend.md). */
-export function createQuickLoginArea(o: {
-  config: Config;
+export interface QuickLoginAreaDeps {
   store: Store;
   hub: Hub;
   registry: TabRegistry;
   signer: ServerSigner;
   accounts: Accounts;
+  /** The development identity, when same-device approval is enabled (wiring/identity.ts). */
+  devIdentity: DevIdentity | undefined;
   clock: Clock;
   metrics: Metrics;
   log: Logger;
@@ -43,18 +53,24 @@ export function createQuickLoginArea(o: {
   leases: LeaseFactory;
   /** DNS for callback hosts; tests give one that answers without the network. */
   resolve?: Resolver;
-}): QuickLoginArea {
-  const { config, store, hub, registry, clock, log } = o;
+}
+
+/**
+ * QR codes, signatures and results, and backend mode's callbacks (docs/signing.md, docs/backend.md); the
+ * QuickLogin routes, the demo page and the web wallet.
+ */
+export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): QuickLoginArea {
+  const { store, hub, registry, signer, accounts, devIdentity, clock, metrics, log, leases } = deps;
   const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
-  const resolve = o.resolve ?? systemResolver;
+  const resolve = deps.resolve ?? systemResolver;
   const registrations = new BackendRegistrations({ store: store.services, clock, validityMs: config.serviceValiditySeconds * 1000, policy, resolve });
   const deliverer = new CallbackDeliverer({
     callbacks: store.callbacks,
     delivery: hub,
     clock,
     log: log.child({ module: 'callbacks' }),
-    metrics: o.metrics,
-    privateKey: o.signer.privateKey,
+    metrics: metrics,
+    privateKey: signer.privateKey,
     policy,
     resolve,
     ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
@@ -65,13 +81,13 @@ export function createQuickLoginArea(o: {
     pollMs: config.callbackPollMs,
   });
   // The metric's two children, looked up once rather than per QR request.
-  const answersMade = { ahead: o.metrics.qrAnswers.labels('ahead'), on_request: o.metrics.qrAnswers.labels('on_request') };
+  const answersMade = { ahead: metrics.qrAnswers.labels('ahead'), on_request: metrics.qrAnswers.labels('on_request') };
   const quickLogin = new QuickLogin({
     backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
     store,
     delivery: hub,
     clock,
-    signer: o.signer,
+    signer,
     log: log.child({ module: 'quicklogin' }),
     publicBaseUrl: config.publicBaseUrl,
     codeValidityMs: config.codeValiditySeconds * 1000,
@@ -83,10 +99,10 @@ export function createQuickLoginArea(o: {
     awaitTab: (tabId) => registry.awaitRegistration(tabId),
     firstVisit: (tabId, origin) => registry.firstVisitSession(tabId, origin),
     ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
-    issueAgentToken: (accountId, seconds) => o.accounts.tokenFor(accountId, seconds),
+    issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
     // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.
     timeSignature: () => {
-      const stop = o.metrics.signatureDelivery.startTimer();
+      const stop = metrics.signatureDelivery.startTimer();
       return (outcome) => void stop({ outcome });
     },
   });
@@ -100,11 +116,27 @@ export function createQuickLoginArea(o: {
     windowMs: config.outboxMaxAgeSeconds * 1000,
     graceMs: RESULT_GRACE_MS,
   });
-  const outboxRunner = createResultOutboxRunner({ leases: o.leases, outbox, intervalMs: RESULT_SWEEP_MS, log });
+  const outboxRunner = createResultOutboxRunner({ leases, log }, { outbox, intervalMs: RESULT_SWEEP_MS });
   return {
     quickLogin,
     registrations,
     deliverer,
+    async registerRoutes({ app, cookies, limits }) {
+      await app.register(quickLoginRoutes, {
+        limits,
+        quickLogin,
+        signer,
+        registrations,
+        allowedOrigins: config.allowedOrigins,
+        devIdentity,
+        attachmentFreshMs: config.attachmentUrlSeconds * 1000,
+      });
+      // It hands out the session cookie, so a page's first QR request carries it even when the event
+      // channel's handshake is still under way (docs/events.md "QR requests and the tab").
+      await app.register(pagesRoutes, { cookies });
+      // The web wallet (docs/wallet.md): static files, no session cookie (it needs none).
+      await app.register(walletRoutes);
+    },
     start: () => {
       // Resumes pending callbacks left by a previous run or another node (durable, leased outbox).
       deliverer.start();
@@ -116,4 +148,13 @@ export function createQuickLoginArea(o: {
       await quickLogin.close();
     },
   };
+}
+
+/** The result outbox's sweep on one node of the cluster (the lease holder); `start()` / `stop()` the runner. */
+export function createResultOutboxRunner(
+  { leases, log }: { leases: LeaseFactory; log: Logger },
+  { outbox, intervalMs }: { outbox: { start(intervalMs: number): void; stop(): Promise<void> }; intervalMs: number },
+): LeaderRunner {
+  const job: ClusterJob = { start: () => outbox.start(intervalMs), stop: () => outbox.stop() };
+  return runOncePerCluster(leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), job, log);
 }

@@ -1,13 +1,30 @@
+/**
+ * Where one node and a cluster part ways, in one file: each piece of node-local state answers its memory
+ * implementation without a Redis connection and its Redis one with it (docs/redis.md, docs/architecture.md
+ * "State with a memory and a Redis home"). The rest of the code sees interfaces only.
+ */
 import type { Logger } from 'pino';
 import { MemoryBroker } from '../broker/memory-broker.js';
 import type { Broker, BrokerBounds } from '../broker/broker.js';
 import type { Bus } from '../bus/bus.js';
+import { MemoryBus } from '../bus/memory-bus.js';
+import { RedisBus } from '../bus/redis-bus.js';
 import { randomUUID } from 'node:crypto';
 import { RedisBroker } from '../broker/redis-broker.js';
-import { createBus, createLeases } from '../cluster/factories.js';
+import { systemClock, type Clock } from '../clock.js';
+import type { HandlerRegistry } from '../handlers/handlers.js';
+import { MemoryHandlerRegistry } from '../handlers/memory-handlers.js';
+import { RedisHandlerRegistry } from '../handlers/redis-handlers.js';
 import type { LeaseFactory } from '../lease/lease.js';
+import { MemoryLeaseTable } from '../lease/memory-lease.js';
+import { RedisLease } from '../lease/redis-lease.js';
+import type { RateLimitStore } from '../rate-limit/rate-limit-store.js';
+import { redisRateLimitStore } from '../rate-limit/redis-rate-limit-store.js';
 import { connectRedis, type RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/schema.js';
+import { MemoryLoginThrottle } from '../throttle/memory-throttle.js';
+import { RedisLoginThrottle } from '../throttle/redis-throttle.js';
+import type { LoginThrottle } from '../throttle/throttle.js';
 import { openStore } from '../store/open.js';
 import type { Store } from '../store/stores.js';
 import type { Lifecycle } from './area.js';
@@ -44,17 +61,24 @@ export interface SharedState extends Lifecycle {
   presenceTtlMs: number;
   /** True when the broker is shared with other nodes (its presence must be refreshed). */
   clustered: boolean;
+  /** The XMPP event handlers of every tab (RegisterEventHandler). */
+  handlers: HandlerRegistry;
+  /** Login throttles and the request rate limiter's store. */
+  limits: Limits;
 }
 
 export interface SharedDeps {
   store?: Store;
   bus?: Bus;
   broker?: Broker;
+  /** What the login throttles time their windows by (default: the system clock). */
+  clock?: Clock;
 }
 
 /**
- * Opens the store, the bus, the broker and the leases: SQLite and memory by default, Redis with
- * `redisUrl` (docs/deployment.md); what the caller supplies instead (tests) is used and left open at `stop`.
+ * Opens the store, the bus, the broker, the leases, the handler registry and the limits: SQLite and memory
+ * by default, Redis with `redisUrl` (docs/deployment.md); what the caller supplies instead (tests) is used
+ * and left open at `stop`.
  */
 export async function openShared(config: Config, deps: SharedDeps, log: Logger): Promise<SharedState> {
   const nodeId = randomUUID();
@@ -82,6 +106,8 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
     nodeId,
     presenceTtlMs,
     clustered,
+    handlers: createHandlerRegistry({ redis, log }, config),
+    limits: createLimits({ redis, clock: deps.clock ?? systemClock, log }, config),
     start() {},
     async stop() {
       if (!deps.broker) await broker.close();
@@ -91,3 +117,73 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
     },
   };
 }
+
+/** The bus: in-process without Redis, Redis pub/sub with it (subscribed before it is returned). */
+export async function createBus(redis: RedisConnection | undefined, log: Logger): Promise<Bus> {
+  const busLog = log.child({ module: 'bus' });
+  return redis ? RedisBus.open(redis, busLog) : new MemoryBus(busLog);
+}
+
+/** Leases held by `nodeId`: in Redis for a cluster; without Redis in a table of this process (one node always holds them). */
+export function createLeases({ redis, nodeId, table }: { redis: RedisConnection | undefined; nodeId: string; table?: MemoryLeaseTable }): LeaseFactory {
+  if (redis) return (name, ttlMs) => new RedisLease(redis, name, nodeId, ttlMs);
+  const local = table ?? new MemoryLeaseTable();
+  return (name, ttlMs) => local.lease(name, nodeId, ttlMs);
+}
+
+export interface Limits {
+  /** Login attempts per user name (docs/agent-api.md "Throttling"). */
+  accountThrottle: LoginThrottle;
+  /** Login attempts per client address. */
+  addressThrottle: LoginThrottle;
+  /** For request-limits.ts `store`: undefined means the plugin's memory store. */
+  rateLimitStore: RateLimitStore | undefined;
+}
+
+/**
+ * The login throttles and the request rate limiter's store. With Redis, counted across the cluster;
+ * during a Redis outage both fall back to counting on each node (docs/redis.md "During a Redis outage").
+ */
+export function createLimits(
+  { redis, clock, log }: { redis: RedisConnection | undefined; clock: Clock; log: Logger },
+  config: Pick<Config, 'loginThrottleWindowSeconds' | 'loginAttemptsPerAccount' | 'loginAttemptsPerAddress'>,
+): Limits {
+  const windowMs = config.loginThrottleWindowSeconds * 1000;
+  if (!redis) {
+    return {
+      accountThrottle: new MemoryLoginThrottle(clock, config.loginAttemptsPerAccount, windowMs),
+      addressThrottle: new MemoryLoginThrottle(clock, config.loginAttemptsPerAddress, windowMs),
+      rateLimitStore: undefined,
+    };
+  }
+  const limitsLog = log.child({ module: 'limits' });
+  const throttle = (name: string, limit: number) => new RedisLoginThrottle({ redis, clock, log: limitsLog }, { name, limit, windowMs });
+  return {
+    accountThrottle: throttle('account', config.loginAttemptsPerAccount),
+    addressThrottle: throttle('address', config.loginAttemptsPerAddress),
+    rateLimitStore: redisRateLimitStore(redis, limitsLog),
+  };
+}
+
+/**
+ * The XMPP event handler registry. With Redis, registrations expire `tabBindingRetentionSeconds` after
+ * the last register or `touchTabs` (the events area calls it with the node's live tabs from the
+ * binding-refresh timer, every retention / 4), so a dead node's handlers go with its tab bindings.
+ */
+export function createHandlerRegistry(
+  { redis, log }: { redis: RedisConnection | undefined; log: Logger },
+  config: Pick<Config, 'handlersPerTab' | 'tabBindingRetentionSeconds'>,
+): HandlerRegistry {
+  if (!redis) return new MemoryHandlerRegistry(config.handlersPerTab);
+  return new RedisHandlerRegistry(
+    { redis, log: log.child({ module: 'agent:handlers' }) },
+    { maxPerTab: config.handlersPerTab, ttlMs: config.tabBindingRetentionSeconds * 1000 },
+  );
+}
+
+/** Lease names; every node of a deployment uses the same ones. */
+export const LEASES = {
+  xmppComponent: 'xmpp-component',
+  retentionPurge: 'retention-purge',
+  resultOutbox: 'result-outbox',
+} as const;

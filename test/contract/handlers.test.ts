@@ -1,11 +1,11 @@
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import type { HandlerRegistry } from '../../src/agent/handlers.js';
+import type { HandlerRegistry } from '../../src/handlers/handlers.js';
 import type { InboundMessage } from '../../src/protocol/xmpp-message.js';
-import { MemoryHandlerRegistry } from '../../src/agent/memory-handlers.js';
-import { RedisHandlerRegistry } from '../../src/cluster/redis-handlers.js';
+import { MemoryHandlerRegistry } from '../../src/handlers/memory-handlers.js';
+import { RedisHandlerRegistry } from '../../src/handlers/redis-handlers.js';
 import { MessageRouter } from '../../src/agent/router.js';
-import { specificity } from '../../src/agent/selector.js';
+import { specificity } from '../../src/handlers/selector.js';
 import { systemClock } from '../../src/clock.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { Account, AccountStore, MessageStore } from '../../src/store/stores.js';
@@ -41,7 +41,7 @@ const redisNodes = (maxPerTab = Number.MAX_SAFE_INTEGER, ttlMs = 60_000): Nodes 
   const prefix = testPrefix('handlers');
   const [ra, rb] = [testConnection(inject('redisUrl'), prefix), testConnection(inject('redisUrl'), prefix)];
   connections.push(ra, rb);
-  const make = (redis: RedisConnection) => new RedisHandlerRegistry({ redis, maxPerTab, ttlMs, log: silent });
+  const make = (redis: RedisConnection) => new RedisHandlerRegistry({ redis, log: silent }, { maxPerTab, ttlMs });
   return { a: make(ra), b: make(rb), redis: ra };
 };
 
@@ -50,7 +50,7 @@ const backends = stateBackends<HandlerRegistry, number | undefined>('handlers', 
     const registry = new MemoryHandlerRegistry(maxPerTab);
     return () => registry;
   },
-  redis: (redis, _nodeId, maxPerTab = Number.MAX_SAFE_INTEGER) => new RedisHandlerRegistry({ redis, maxPerTab, ttlMs: 60_000, log: silent }),
+  redis: (redis, _nodeId, maxPerTab = Number.MAX_SAFE_INTEGER) => new RedisHandlerRegistry({ redis, log: silent }, { maxPerTab, ttlMs: 60_000 }),
 });
 
 afterAll(async () => {
@@ -212,7 +212,7 @@ describe('Redis handler registry without Redis', () => {
   it('a registration answers 503 shared_state_unavailable; forgetting and touching never reject', async () => {
     const redis = testConnection('redis://127.0.0.1:1', testPrefix('handlers-down'));
     connections.push(redis);
-    const registry = new RedisHandlerRegistry({ redis, maxPerTab: 5, ttlMs: 60_000, log: silent });
+    const registry = new RedisHandlerRegistry({ redis, log: silent }, { maxPerTab: 5, ttlMs: 60_000 });
     await expect(registry.register('acct', at('tab-a'), sel(null, null, null), 'F')).rejects.toMatchObject({ code: 'shared_state_unavailable', status: 503 });
     await expect(registry.forgetTab(at('tab-a'))).resolves.toBeUndefined();
     await expect(registry.touchTabs([at('tab-a')])).resolves.toBeUndefined();

@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { createLeases, createPurgeRunner } from '../../src/cluster/factories.js';
+import { createPurgeRunner } from '../../src/wiring/retention.js';
+import { createLeases } from '../../src/wiring/shared.js';
 import { LeaderRunner } from '../../src/lease/leader.js';
 import type { Lease } from '../../src/lease/lease.js';
 import { MemoryLeaseTable } from '../../src/lease/memory-lease.js';
@@ -168,7 +169,7 @@ describe('once-per-cluster jobs', () => {
       const redis = testConnection(inject('redisUrl'), prefix);
       connections.push(redis);
       const purge = { start: () => void running.push(nodeId), stop: async () => void running.splice(running.indexOf(nodeId), 1) };
-      return createPurgeRunner({ leases: createLeases({ redis, nodeId }), purge, intervalMs: 60_000, log: silent });
+      return createPurgeRunner({ leases: createLeases({ redis, nodeId }), log: silent }, { purge, intervalMs: 60_000 });
     });
     nodes.forEach((n) => n.start());
     await until(() => running.length === 1, 'one node to run the purge');

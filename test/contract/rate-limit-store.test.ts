@@ -2,14 +2,14 @@ import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/
 import { createRequire } from 'node:module';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { redisRateLimitStore } from '../../src/cluster/redis-rate-limit-store.js';
+import { redisRateLimitStore } from '../../src/rate-limit/redis-rate-limit-store.js';
 import { startRedis, testConnection, testPrefix } from '../helpers/redis.js';
 import { stateBackends, twoNodes } from '../helpers/state-backends.js';
 import { until } from '../helpers/until.js';
 
 /**
  * The request rate limits' store (`@fastify/rate-limit`'s store contract, src/http/request-limits.ts): the
- * plugin's own memory store on one node, src/cluster/redis-rate-limit-store.ts in a cluster. Both count the
+ * plugin's own memory store on one node, src/rate-limit/redis-rate-limit-store.ts in a cluster. Both count the
  * hits of a key in a fixed window and answer the count and the time left, each limit apart (the plugin
  * makes one child store per limiter), so the limits answer alike on one node and on many.
  */

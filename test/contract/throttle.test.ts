@@ -1,8 +1,8 @@
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { MemoryLoginThrottle } from '../../src/agent/memory-throttle.js';
-import { RedisLoginThrottle } from '../../src/cluster/redis-throttle.js';
-import type { LoginThrottle } from '../../src/agent/throttle.js';
+import { MemoryLoginThrottle } from '../../src/throttle/memory-throttle.js';
+import { RedisLoginThrottle } from '../../src/throttle/redis-throttle.js';
+import type { LoginThrottle } from '../../src/throttle/throttle.js';
 import { systemClock } from '../../src/clock.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { startRedis, testConnection, testPrefix } from '../helpers/redis.js';
@@ -14,7 +14,7 @@ const LIMIT = 5;
 const WINDOW_MS = 400;
 
 const redisThrottle = (redis: RedisConnection, limit: number, windowMs: number) =>
-  new RedisLoginThrottle({ redis, name: 'account', limit, windowMs, clock: systemClock, log: silent });
+  new RedisLoginThrottle({ redis, clock: systemClock, log: silent }, { name: 'account', limit, windowMs });
 
 const backends = stateBackends<LoginThrottle, { limit: number; windowMs: number }>('throttle', {
   memory: ({ limit, windowMs }) => {

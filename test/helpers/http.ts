@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from './until.js';
 import type { TestService } from './service.js';
 
 export interface Answer {
@@ -28,7 +29,7 @@ async function parse(response: Response): Promise<Answer> {
 }
 
 /** Waits until the service has bound `tabId` (Register has no answer frame). */
-export async function registered(service: TestService, tabId: string, ms = 15_000): Promise<void> {
+export async function registered(service: TestService, tabId: string, ms = DEADLINE_MS): Promise<void> {
   const deadline = Date.now() + ms;
   while ((await service.store.tabs.sessionOf(tabId)) === undefined) {
     if (Date.now() > deadline) throw new Error(`tab ${tabId} never registered`);

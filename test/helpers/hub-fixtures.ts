@@ -3,6 +3,7 @@ import type { DeliveryFallback } from '../../src/bus/bus.js';
 import { ManualClock } from '../../src/clock.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
+import type { Disconnect } from '../../src/hub/disconnect.js';
 import { Hub, type DropReason } from '../../src/hub/hub.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
@@ -19,8 +20,8 @@ export class FakeConnection implements TabConnection {
     this.frames.push(...frames);
     return true;
   }
-  close(code: number, reason: string): void {
-    this.closed = { code, reason };
+  close(disconnect: Disconnect): void {
+    this.closed = { code: disconnect.closeCode, reason: disconnect.reason };
     this.open = false;
   }
 }

@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from './until.js';
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import type { EventFrame } from '../../src/protocol/frames.js';
@@ -63,7 +64,7 @@ export class TestTab {
   }
 
   /** Waits for an event of `type` (or the socket closing), at most `ms` (a bound for a broken run, not a timing claim). */
-  async next(type: string, ms = 15_000): Promise<EventFrame> {
+  async next(type: string, ms = DEADLINE_MS): Promise<EventFrame> {
     const deadline = Date.now() + ms;
     for (;;) {
       const found = (type === INSTANCE_EVENT ? this.instances : this.events).find((e) => e.type === type);
@@ -82,7 +83,7 @@ export class TestTab {
   }
 
   /** Waits until `n` events (greetings aside) have arrived, at most `ms` (a bound for a broken run). */
-  async received(n: number, ms = 15_000): Promise<EventFrame[]> {
+  async received(n: number, ms = DEADLINE_MS): Promise<EventFrame[]> {
     const deadline = Date.now() + ms;
     while (this.events.length < n) {
       if (this.closeCode !== undefined) throw new Error(`socket closed (${this.closeCode} ${this.closeReason}) after ${this.events.length} of ${n} events`);
@@ -100,7 +101,7 @@ export class TestTab {
   }
 
   /** Waits until the server closes the socket; returns the close code and reason. */
-  async closed(ms = 15_000): Promise<{ code: number; reason: string }> {
+  async closed(ms = DEADLINE_MS): Promise<{ code: number; reason: string }> {
     const deadline = Date.now() + ms;
     while (this.closeCode === undefined) {
       if (Date.now() > deadline) throw new Error('socket not closed');

@@ -6,7 +6,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { Accounts } from '../../src/agent/accounts.js';
 import { TokenService } from '../../src/agent/tokens.js';
-import { createLimits } from '../../src/cluster/factories.js';
+import { createLimits } from '../../src/wiring/shared.js';
 import { systemClock } from '../../src/clock.js';
 import { loadConfig } from '../../src/config/load.js';
 import { registerProblemHandlers } from '../../src/http/problem.js';
@@ -24,7 +24,7 @@ const config = loadConfig({}, { qrRequestsPerAddressPerMinute: 6, registrationsP
 async function limitedApp(redis: RedisConnection | undefined, limited: RequestLimitName[]): Promise<FastifyInstance> {
   const app = Fastify({ logger: false });
   registerProblemHandlers(app);
-  const { rateLimitStore } = createLimits({ redis, clock: systemClock, config, log: silent });
+  const { rateLimitStore } = createLimits({ redis, clock: systemClock, log: silent }, config);
   const limits = await registerRequestLimits(app, {
     qrPerSessionPerMinute: config.qrRequestsPerSessionPerMinute,
     qrPerAddressPerMinute: config.qrRequestsPerAddressPerMinute,
@@ -113,7 +113,7 @@ describe('login throttle across two nodes on one Redis', () => {
     const node = () => {
       const redis = testConnection(inject('redisUrl'), prefix);
       connections.push(redis);
-      const { accountThrottle, addressThrottle } = createLimits({ redis, clock: systemClock, config, log: silent });
+      const { accountThrottle, addressThrottle } = createLimits({ redis, clock: systemClock, log: silent }, config);
       return new Accounts({ accounts: store.accounts, tokens, clock: systemClock, accountThrottle, addressThrottle });
     };
     const [a, b] = [node(), node()];
@@ -128,7 +128,7 @@ describe('login throttle across two nodes on one Redis', () => {
     expect(answers.filter((s) => s === 429)).toHaveLength(9);
     expect(await login(a, 'correct horse battery')).toBe(429);
     // The window is shared: clearing it (as a correct password would on any node) opens it on both.
-    await createLimits({ redis: connections[0], clock: systemClock, config, log: silent }).accountThrottle.reset('account:frank');
+    await createLimits({ redis: connections[0], clock: systemClock, log: silent }, config).accountThrottle.reset('account:frank');
     expect(await login(b, 'correct horse battery')).toBe(200);
     expect(await login(a, 'wrong password')).toBe(401);
   });

@@ -153,7 +153,10 @@ describe('a PostgreSQL outage on the event channel', () => {
     expect(await briefWs.closed()).toEqual({ code: 1013, reason: 'store_unavailable' });
     const briefPollId = randomUUID();
     expectOutage(await poll(brief, briefPollId), 'a first poll past the hold time');
-    expectOutage(await poll(brief, briefTab.tabId, { cookie: briefTab.cookie, lastEventId: 1 }), 'a resuming poll past the hold time');
+    // A resuming poll of a tab the service does not hold here must look it up: past the hold time, 503.
+    expectOutage(await poll(brief, randomUUID(), { cookie: briefTab.cookie, lastEventId: 1 }), 'a resuming poll past the hold time');
+    // One of a tab held here for its session needs no store at all (docs/events.md "Tab bindings"): served as usual.
+    expect((await poll(brief, briefTab.tabId, { cookie: briefTab.cookie, lastEventId: 1 })).status, 'a repeat poll of a tab held here').toBe(200);
     // The held Register is still waiting, its socket open.
     expect(lateTab.closeCode).toBeUndefined();
     expect(lateTab.instances).toEqual([]);

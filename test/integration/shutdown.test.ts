@@ -5,7 +5,7 @@ import { connect, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { WEBSOCKET_CLOSE_DEADLINE_MS } from '../../src/app.js';
+import { WEBSOCKET_CLOSE_DEADLINE_MS } from '../../src/wiring/events.js';
 import { get } from '../helpers/http.js';
 import { assertFreshBuild } from '../helpers/process.js';
 import { freePort, startService, type TestService } from '../helpers/service.js';

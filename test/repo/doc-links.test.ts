@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, normalize } from 'node:path';
+import { dirname, join, normalize, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -66,6 +66,20 @@ function markdownFiles(): string[] | undefined {
 
 const files = markdownFiles();
 
+/** Code that cites a section of a page as `docs/<page>.md#<anchor>` (in comments, mostly). */
+function codeFiles(): string[] | undefined {
+  try {
+    const out = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard', 'src', 'bench', 'test', 'scripts'], { cwd: root, encoding: 'utf8' });
+    return out.split('\0').filter((f) => /\.(ts|mts|js|mjs)$/.test(f) && existsSync(join(root, f)));
+  } catch {
+    return undefined; // not a git checkout
+  }
+}
+
+const code = codeFiles();
+/** The benchmarks' lab notebook: figures as measured then, which no decision in src/ may rest on. */
+const HISTORY_PAGE = 'docs/benchmarks-history.md';
+
 describe('links between the documents', () => {
   it('anchors are made as GitHub makes them', () => {
     const anchors = anchorsOf('# Signing: the `signUrl`\n## The result (`SignatureReceived.data`)\n## Limits\n## Limits\n```\n# not a heading\n```');
@@ -83,5 +97,26 @@ describe('links between the documents', () => {
     }
     expect(files).toContain('docs/protocol.md');
     expect(broken.join('\n'), `broken links:\n${broken.join('\n')}`).toBe('');
+  });
+
+  it.skipIf(code === undefined)('every docs/<page>.md#<anchor> cited in the code reaches a heading, and src/ cites no history page', () => {
+    const self = relative(root, fileURLToPath(import.meta.url));
+    const broken: string[] = [];
+    let cited = 0;
+    for (const file of code ?? []) {
+      if (file === self) continue;
+      readFileSync(join(root, file), 'utf8')
+        .split('\n')
+        .forEach((text, index) => {
+          for (const match of text.matchAll(/\bdocs\/([\w.-]+\.md)#([\w-]+)/g)) {
+            cited++;
+            const problem = brokenLink('README.md', `docs/${match[1]!}#${match[2]!}`);
+            if (problem !== undefined) broken.push(`${file}:${index + 1}: ${problem}`);
+          }
+          if (file.startsWith('src/') && text.includes(HISTORY_PAGE)) broken.push(`${file}:${index + 1}: cites ${HISTORY_PAGE}; cite the decision in docs/benchmarks.md`);
+        });
+    }
+    expect(cited).toBeGreaterThan(20);
+    expect(broken.join('\n'), `broken citations:\n${broken.join('\n')}`).toBe('');
   });
 });

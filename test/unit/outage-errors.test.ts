@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { retryThroughOutage } from '../../src/channel/outage-wait.js';
+import { retryThroughOutage } from '../../src/hub/outage-wait.js';
 import { isOutage, sharedStateUnavailable, TabwireError } from '../../src/errors.js';
 import { redisUnavailable } from '../../src/redis/errors.js';
 import { storeUnavailable } from '../../src/store/sql/guarded-dialect.js';

@@ -5,7 +5,7 @@ import { storeUnavailable } from '../../src/store/sql/guarded-dialect.js';
 import type { BindOutcome, TabStore } from '../../src/store/stores.js';
 import { A, FakeConnection, makeHub, tick } from '../helpers/hub-fixtures.js';
 
-// A Register that an outage broke part-way is tried again by the channel (channel/outage-wait.ts): the second
+// A Register that an outage broke part-way is tried again by the tab session (hub/outage-wait.ts): the second
 // try must do what the first one would have (docs/events.md "Outages").
 
 /** Tab bindings in memory. */

@@ -1,6 +1,6 @@
 /**
  * The report of the cluster benchmark (bench/cluster.ts): tables and budgets from the embedded node's and
- * the cluster's results of one run. See docs/benchmarks.md "Cluster".
+ * the cluster's results of one run. See docs/benchmarks.md#cluster.
  */
 import { loadavg } from 'node:os';
 import { OTHER_CPU_LIMIT, kib, machineLine, mib, openFilesLimit, revision, versionOf } from '../common.js';

@@ -1,6 +1,6 @@
 /**
  * Settings and result shapes of the cluster benchmark (bench/cluster.ts runs it, bench/lib/cluster/report.ts
- * prints it). See docs/benchmarks.md "Cluster".
+ * prints it). See docs/benchmarks.md#cluster.
  */
 import type { MultiLoadResult } from '../load/multi-load.js';
 import type { Window } from './meter.js';

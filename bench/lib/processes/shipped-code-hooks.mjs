@@ -3,7 +3,7 @@
  * the file tsc built from it in dist/, and a file of dist/ is loaded as it is on disk, without tsx's
  * transform. tsx compiles with esbuild's `keepNames`, which gives every named function made at run time
  * a property dictionary of its own (~256 B on V8): per tab, that was ~250 B of the channel benchmarks'
- * memory figures that the built service never had (docs/benchmarks.md "channel-memory").
+ * memory figures that the built service never had (docs/benchmarks-history.md "channel-memory").
  */
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';

@@ -110,7 +110,7 @@ export class SqlCodeStore implements CodeStore {
     // Backend mode: the callback exists exactly when the code is approved, so none is ever sent for a
     // code that ends rejected or won by another signature, and none is lost to a crash in between.
     // Every backend-mode signature takes this path: group-committed with the outbox's other writes (one
-    // commit per loop turn under load), both statements compiled once (docs/benchmarks.md "callbacks").
+    // commit per loop turn under load), both statements compiled once (docs/benchmarks.md#group-commit).
     const sql = this.settleSql();
     const tabEvent = o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent);
     const [settled] = await outboxCommitQueue(this.db, this.flavour).write([

@@ -80,7 +80,7 @@ interface Item {
  * is such a failure, retried alone. Where the flavour has a SyncWriter (SQLite, whose driver is
  * synchronous anyway), a batch holds Kysely's connection once and runs all its statements synchronously:
  * no promise, no query executor and no connection hand-over per statement (~5 µs less of the event loop per
- * QR code; docs/benchmarks.md "What the QR issuance benchmark measures").
+ * QR code; docs/benchmarks.md#group-commit).
  */
 export class CommitQueue {
   private pending: Item[] = [];
@@ -212,7 +212,7 @@ const outboxQueues = new WeakMap<Kysely<Database>, CommitQueue>();
  * a backend's answer), so a batch collects one loop turn: one commit per turn for all of them.
  *
  * It runs its batches through Kysely even where the flavour has a SyncWriter. Measured with the callbacks
- * benchmark (docs/benchmarks.md "callbacks"): synchronous batches took ~5 µs less of the event loop per
+ * benchmark (docs/benchmarks.md#group-commit): synchronous batches took ~5 µs less of the event loop per
  * callback, but a burst's settlements then all committed before its deliveries, and the deliveries alone
  * went at the pace of the round trip to the backend: 10,600-13,000 callbacks/s against 13,100-15,700.
  */

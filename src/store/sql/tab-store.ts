@@ -14,7 +14,7 @@ export class SqlTabStore implements TabStore {
   /**
    * Every page that opens registers a tab and every page that is left releases it: with people coming and
    * going, one each per arrival. Both statements are compiled once and group-committed (a commit was most of
-   * their cost; docs/benchmarks.md "Waiting people").
+   * their cost; docs/benchmarks.md#group-commit).
    */
   private readonly inserts: GroupCommit;
   private readonly removals: GroupCommit;

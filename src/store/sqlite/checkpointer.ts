@@ -83,7 +83,7 @@ export type HoldConnection = (work: () => Promise<void>) => Promise<void>;
  * checkpoints are turned off (`wal_autocheckpoint = 0`) and a worker thread with its own connection
  * checkpoints every second instead. An automatic checkpoint fsyncs the database file on the thread
  * that happens to commit, which stalled request handling for hundreds of milliseconds on slow disks
- * (docs/benchmarks.md "Callbacks").
+ * (docs/benchmarks.md#sqlite-checkpoints).
  *
  * Starting the log over needs one checkpoint that copies every frame with no write in between. So the
  * worker asks, the main thread takes its connection through Kysely's queue (`hold`), the worker
@@ -91,7 +91,7 @@ export type HoldConnection = (work: () => Promise<void>) => Promise<void>;
  * its beginning. The file keeps its size (bounded by the restart bound plus a second of writes) and
  * is reused. An earlier version emptied the file with a TRUNCATE checkpoint instead: its hold grew
  * with the file (15-30 ms at 32 MiB, 40-65 ms at 128 MiB, every few seconds under 6,000 codes a
- * second), and every query waited that long (docs/benchmarks.md "Waiting people").
+ * second), and every query waited that long (docs/benchmarks.md#sqlite-checkpoints).
  */
 export class Checkpointer {
   private readonly worker: Worker;

@@ -8,7 +8,7 @@ import type { SqlFlavour, SyncWriter } from '../sql/flavour.js';
 export const sqliteFlavour = (syncWriter: SyncWriter | undefined): SqlFlavour => ({
   name: 'sqlite',
   skipLocked: false,
-  // A commit is most of a small write's cost (docs/benchmarks.md): many callers share one.
+  // A commit is most of a small write's cost (docs/benchmarks.md#group-commit): many callers share one.
   groupCommit: true,
   syncWriter,
   serialised: (db, _key, work) => work(db),

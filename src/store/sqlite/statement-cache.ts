@@ -6,7 +6,7 @@ const STATEMENT_CACHE_SIZE = 512;
 /**
  * better-sqlite3's prepared statements kept by SQL text. On the hot paths (QR codes, callbacks, routing)
  * the same few statements run thousands of times a second, and preparing was a sixth of the callback
- * outbox's CPU (docs/benchmarks.md). Statements run synchronously on the one connection, so a cached
+ * outbox's CPU (docs/benchmarks.md#group-commit). Statements run synchronously on the one connection, so a cached
  * statement is never used by two queries at once.
  */
 export class StatementCache {

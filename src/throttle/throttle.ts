@@ -3,7 +3,7 @@
  * "Throttling"). An attempt takes a slot *before* the password is checked, so concurrent attempts
  * cannot all pass the check while the slow scrypt of the first ones runs: at most `limit` attempts
  * per key and window ever reach the password check, across every node sharing the throttle.
- * Implementations: memory-throttle.ts (one node), cluster/redis-throttle.ts (a cluster).
+ * Implementations: memory-throttle.ts (one node), redis-throttle.ts (a cluster).
  */
 export interface LoginThrottle {
   readonly limit: number;

@@ -15,7 +15,7 @@ export interface OutageWait {
 /**
  * Runs `step` again while it fails with an outage (errors.ts `isOutage`: the store or Redis cannot be
  * reached), until it succeeds, the deadline passes or nobody wants the answer any more; then the last
- * outage error is thrown. Any other error is thrown at once. A channel holds a Register this way
+ * outage error is thrown. Any other error is thrown at once. A tab session (tab-session.ts) holds a Register this way
  * through a short outage instead of answering an error: reference scripts `alert()` on any non-200 poll
  * and the older one never reconnects after a WebSocket close (docs/events.md "Outages").
  * `step` must be safe to run again after it failed part-way (TabRegistry.register is).

@@ -3,9 +3,9 @@ import { TabwireError } from '../errors.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
-import type { HandlerRegistration, HandlerRegistry, IsLive, RegisterOutcome } from '../agent/handlers.js';
+import type { HandlerRegistration, HandlerRegistry, IsLive, RegisterOutcome } from './handlers.js';
 import type { InboundMessage } from '../protocol/xmpp-message.js';
-import { candidateKeys, selectorKey, type Selector } from '../agent/selector.js';
+import { candidateKeys, selectorKey, type Selector } from './selector.js';
 
 /** The field of a tab's hash that names the account whose handlers it carries. */
 const OWNER_FIELD = '@account';
@@ -38,6 +38,20 @@ redis.call('PEXPIRE', KEYS[2], ARGV[5])
 return 'registered'
 `);
 
+/** What a RedisHandlerRegistry works with. */
+export interface RedisHandlersDeps {
+  redis: RedisConnection;
+  log: Pick<Logger, 'warn'>;
+}
+
+/** How many handlers a RedisHandlerRegistry keeps per tab, and for how long. */
+export interface RedisHandlersSettings {
+  /** Handlers one tab may carry (docs/configuration.md `handlersPerTab`). */
+  maxPerTab: number;
+  /** How long registrations outlive the last sign of life of their tab. */
+  ttlMs: number;
+}
+
 /**
  * The handler registry of a cluster, in Redis, so a handler registered through any node is matched on
  * the node that holds the XMPP component (docs/redis.md "Keys"):
@@ -52,23 +66,24 @@ return 'registered'
  * is stale: `match` skips it and removes it.
  */
 export class RedisHandlerRegistry implements HandlerRegistry {
-  constructor(
-    private readonly o: {
-      redis: RedisConnection;
-      /** Handlers one tab may carry (docs/configuration.md `handlersPerTab`). */
-      maxPerTab: number;
-      /** How long registrations outlive the last sign of life of their tab. */
-      ttlMs: number;
-      log: Pick<Logger, 'warn'>;
-    },
-  ) {}
+  private readonly redis: RedisConnection;
+  private readonly log: Pick<Logger, 'warn'>;
+  private readonly maxPerTab: number;
+  private readonly ttlMs: number;
+
+  constructor({ redis, log }: RedisHandlersDeps, { maxPerTab, ttlMs }: RedisHandlersSettings) {
+    this.redis = redis;
+    this.log = log;
+    this.maxPerTab = maxPerTab;
+    this.ttlMs = ttlMs;
+  }
 
   async register(accountId: string, address: TabAddress, selector: Selector, fn: string): Promise<RegisterOutcome> {
     const member = addressKey(address);
     const key = selectorKey(selector);
-    const keys = [this.tabKey(member), this.selectorSetKey(accountId, key), this.o.redis.key('handlers', 'seq')];
+    const keys = [this.tabKey(member), this.selectorSetKey(accountId, key), this.redis.key('handlers', 'seq')];
     try {
-      return (await REGISTER.run(this.o.redis.client, keys, [accountId, key, fn, this.o.maxPerTab, this.o.ttlMs, member])) as RegisterOutcome;
+      return (await REGISTER.run(this.redis.client, keys, [accountId, key, fn, this.maxPerTab, this.ttlMs, member])) as RegisterOutcome;
     } catch (err) {
       // The page may try again; a registration that timed out may still have been made (it then just exists).
       throw Object.assign(new TabwireError('shared_state_unavailable', 'The handler could not be registered now', { retryAfter: 1 }), { cause: err });
@@ -77,7 +92,7 @@ export class RedisHandlerRegistry implements HandlerRegistry {
 
   async match(accountId: string, message: InboundMessage, isLive: IsLive = () => true): Promise<HandlerRegistration | undefined> {
     const selectors = candidateKeys(message);
-    const read = this.o.redis.client.pipeline();
+    const read = this.redis.client.pipeline();
     for (const key of selectors) read.zrevrange(this.selectorSetKey(accountId, key), 0, -1, 'WITHSCORES');
     const sets = (await read.exec()) ?? [];
     // Candidates in precedence order: most specific selector first, newest registration first.
@@ -88,7 +103,7 @@ export class RedisHandlerRegistry implements HandlerRegistry {
       for (let j = 0; j < flat.length; j += 2) candidates.push({ key: selectors[i]!, member: flat[j]!, seq: Number(flat[j + 1]) });
     });
     if (candidates.length === 0) return undefined;
-    const check = this.o.redis.client.pipeline();
+    const check = this.redis.client.pipeline();
     for (const c of candidates) check.hmget(this.tabKey(c.member), OWNER_FIELD, c.key);
     const fields = (await check.exec()) ?? [];
     const stale: typeof candidates = [];
@@ -115,51 +130,51 @@ export class RedisHandlerRegistry implements HandlerRegistry {
     const member = addressKey(address);
     const tab = this.tabKey(member);
     try {
-      const fields = await this.o.redis.client.hgetall(tab);
+      const fields = await this.redis.client.hgetall(tab);
       const accountId = fields[OWNER_FIELD];
-      const tx = this.o.redis.client.multi().del(tab);
+      const tx = this.redis.client.multi().del(tab);
       if (accountId !== undefined) {
         for (const key of Object.keys(fields)) if (key !== OWNER_FIELD) tx.zrem(this.selectorSetKey(accountId, key), member);
       }
       await tx.exec();
     } catch (err) {
       // The tab hash expires by itself within ttlMs; set members left behind are removed by match.
-      this.o.log.warn({ err, tabId: address.tabId }, 'forgetting a tab\'s handlers in Redis failed; they expire by TTL');
+      this.log.warn({ err, tabId: address.tabId }, 'forgetting a tab\'s handlers in Redis failed; they expire by TTL');
     }
   }
 
   async touchTabs(addresses: readonly TabAddress[]): Promise<void> {
     if (addresses.length === 0) return;
     try {
-      const read = this.o.redis.client.pipeline();
+      const read = this.redis.client.pipeline();
       const members = addresses.map(addressKey);
       for (const member of members) read.hgetall(this.tabKey(member));
       const hashes = (await read.exec()) ?? [];
-      const write = this.o.redis.client.pipeline();
+      const write = this.redis.client.pipeline();
       hashes.forEach(([err, reply], i) => {
         const fields = reply as Record<string, string> | null;
         const accountId = fields?.[OWNER_FIELD];
         if (err || accountId === undefined) return; // no handlers on this tab
-        write.pexpire(this.tabKey(members[i]!), this.o.ttlMs);
-        for (const key of Object.keys(fields!)) if (key !== OWNER_FIELD) write.pexpire(this.selectorSetKey(accountId, key), this.o.ttlMs);
+        write.pexpire(this.tabKey(members[i]!), this.ttlMs);
+        for (const key of Object.keys(fields!)) if (key !== OWNER_FIELD) write.pexpire(this.selectorSetKey(accountId, key), this.ttlMs);
       });
       if (write.length > 0) await write.exec();
     } catch (err) {
-      this.o.log.warn({ err }, 'refreshing handler TTLs in Redis failed; retried at the next refresh');
+      this.log.warn({ err }, 'refreshing handler TTLs in Redis failed; retried at the next refresh');
     }
   }
 
   private tabKey(member: string): string {
-    return this.o.redis.key('handlers', 'tab', member);
+    return this.redis.key('handlers', 'tab', member);
   }
 
   private selectorSetKey(accountId: string, key: string): string {
-    return this.o.redis.key('handlers', 'sel', accountId, key);
+    return this.redis.key('handlers', 'sel', accountId, key);
   }
 
   /** Best effort and not awaited: a stale member costs a look-up at the next match, nothing else. */
   private removeStale(accountId: string, stale: readonly { key: string; member: string; seq: number }[]): void {
-    const tx = this.o.redis.client.pipeline();
+    const tx = this.redis.client.pipeline();
     // ZREMRANGEBYSCORE on the exact seq: a member re-registered meanwhile has a new seq and stays.
     for (const c of stale) tx.zremrangebyscore(this.selectorSetKey(accountId, c.key), c.seq, c.seq);
     tx.exec().catch(() => undefined);

@@ -1,7 +1,8 @@
-import type { FastifyRateLimitStore, FastifyRateLimitStoreCtor } from '@fastify/rate-limit';
+import type { FastifyRateLimitStore } from '@fastify/rate-limit';
 import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
+import type { RateLimitStore } from './rate-limit-store.js';
 
 /** KEYS: counter. ARGV: window ms. The plugin's own Redis store does the same: INCR, the first hit starts the window. */
 const INCR = new RedisScript(`
@@ -31,7 +32,7 @@ export interface NamedLimitOptions {
  * counted on this node instead (fixed windows in memory), so limits still hold per node, at most
  * N × limit across N nodes, and no request waits for Redis or is refused because of it.
  */
-export function redisRateLimitStore(redis: RedisConnection, log: Pick<Logger, 'warn' | 'info'>): FastifyRateLimitStoreCtor {
+export function redisRateLimitStore(redis: RedisConnection, log: Pick<Logger, 'warn' | 'info'>): RateLimitStore {
   let failing = false;
   const failed = (err: unknown) => {
     if (failing) return;

@@ -24,7 +24,7 @@ export type IsLive = (address: TabAddress) => boolean | Promise<boolean>;
  * The live event-handler registrations (RegisterEventHandler, docs/xmpp.md). Registrations are kept
  * per address (tab and session), at most `handlersPerTab` per address, and live as long as the tab:
  * the hub's release and forget call `forgetTab`. Not durable (docs/xmpp.md).
- * Implementations: memory-handlers.ts (one node), cluster/redis-handlers.ts (a cluster: every node sees
+ * Implementations: memory-handlers.ts (one node), redis-handlers.ts (a cluster: every node sees
  * every registration).
  */
 export interface HandlerRegistry {
