@@ -1,7 +1,7 @@
 /**
  * XMPP router benchmark, in-process: `MemoryHandlerRegistry.match` with 10,000 registered handlers over
  * 1,000 agent accounts, and `MessageRouter.route` for messages that reach a handler on a local tab
- * (real Hub on a MemoryBus, a fake TabConnection that counts) and for messages that are stored
+ * (real Hub on a MemoryBroker, a fake TabConnection that counts) and for messages that are stored
  * (SQLite). No budget. See docs/benchmarks.md.
  */
 import { join } from 'node:path';
@@ -10,7 +10,6 @@ import { MemoryHandlerRegistry } from '../src/handlers/memory-handlers.js';
 import { specificity, type Selector } from '../src/handlers/selector.js';
 import type { InboundMessage } from '../src/protocol/xmpp-message.js';
 import { MessageRouter } from '../src/agent/router.js';
-import { MemoryBus } from '../src/bus/memory-bus.js';
 import { systemClock } from '../src/clock.js';
 import type { TabConnection } from '../src/hub/connection.js';
 import { Hub } from '../src/hub/hub.js';
@@ -155,7 +154,7 @@ export const xmppRouter: Benchmark = {
 
         const log = pino({ level: 'silent' });
         const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 600_000 });
-        hub = new Hub({ bus: new MemoryBus(), broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
+        hub = new Hub({ broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
         const connections = new Map<string, CountingConnection>();
         for (let a = 0; a < ACCOUNTS; a++) {
           for (let t = 0; t < TABS_PER_ACCOUNT; t++) {

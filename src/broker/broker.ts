@@ -26,18 +26,35 @@ import type { EventFrame, TabEvent } from '../protocol/frames.js';
  */
 export interface Broker {
   /**
-   * Appends an event. With a `fallback` (an XMPP message) the event is appended only when some node
-   * has the tab connected, checked atomically with the append; otherwise nothing is appended and
-   * `frame` is undefined: the caller stores the message. `unsent` holds fallbacks of older events
-   * the bounds pushed out before anyone got them.
+   * Appends an event and announces it to the listeners of every node (`subscribe`), in one step: a caller
+   * never announces an event itself. With a `fallback` (an XMPP message) the event is appended only when
+   * some node has the tab connected, checked atomically with the append; otherwise the broker neither
+   * appends nor announces it and `frame` is undefined: the caller stores the message. `unsent` holds
+   * fallbacks of older events the bounds pushed out before anyone got them.
    *
    * Idempotent per `key` (at most once per stream): when the stream still holds an event published with
    * the same key, nothing is appended and that event's frame (its id) is answered again, marked
-   * `duplicate`. So a publish whose answer was lost (a timeout while Redis stalled) may be retried, and
-   * a settled result may be published again by any node, without a copy under a new id (docs/events.md
-   * "Results reach the page once"). Keys are at most 64 characters of `[A-Za-z0-9_-]`; without one nothing is de-duplicated.
+   * `duplicate`, and the broker announces it again (its first announcement may be the one that was lost; a
+   * writer skips an id it wrote). So a publish whose answer was lost (a timeout while Redis stalled) may be
+   * retried, and a settled result may be published again by any node, without a copy under a new id
+   * (docs/events.md "Results reach the page once"). Keys are at most 64 characters of `[A-Za-z0-9_-]`;
+   * without one nothing is de-duplicated.
    */
   publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key?: string): Promise<PublishOutcome>;
+  /**
+   * Calls `listener` with every event appended to any tab's stream, by any node (its own included), once
+   * per publish. Guarantees: at-most-once (a networked broker keeps nothing for a node that was away:
+   * `onResume`); one tab's announcements arrive in append order; a listener that throws affects neither
+   * the publisher nor the other listeners. Listeners run asynchronously, never inside `publish`. Returns
+   * a function that removes the listener.
+   */
+  subscribe(listener: AnnouncementListener): () => void;
+  /**
+   * Calls `listener` when this node may have missed announcements (a networked broker subscribed again
+   * after losing its connection): what depends on them reads the streams again. The memory broker never
+   * misses one. Returns a function that removes the listener.
+   */
+  onResume(listener: () => void): () => void;
   /** The tab's stream after `afterId` (undefined: after the sent mark), oldest first, within its bounds. */
   read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead>;
   /** Frames up to `id` were written to a connection (the mark only moves forward). */
@@ -84,6 +101,7 @@ export interface Broker {
    * expire, and Redis streams are trimmed when written or read). Returns what left unsent, as `read` does.
    */
   sweep(now: number): { unsent: DeliveryFallback[]; expired: number };
+  /** Removes every listener (and a networked broker's subscription); the connections belong to the caller. */
   close(): Promise<void>;
 }
 
@@ -115,11 +133,20 @@ export interface PublishOutcome {
   unsent: DeliveryFallback[];
   /** Events without a fallback the bounds pushed out unsent (metrics). */
   dropped: { overflow: number; expired: number };
-  /** The broker announced the event on the bus itself (with its append, in one round trip): nobody else does. */
-  announced: boolean;
-  /** The key was published before: `frame` is that event, nothing was appended (announced again, harmlessly). */
+  /** The key was published before: `frame` is that event, nothing was appended (it is told to the listeners again, harmlessly). */
   duplicate?: boolean;
 }
+
+/** An event appended to a tab's stream, as `subscribe` tells it to every node. */
+export interface Announcement {
+  to: TabAddress;
+  /** The event with its id, as a connection is written it. */
+  frame: EventFrame;
+  /** It carries a fallback (an XMPP message): a write of it awaits the client's confirmation (docs/xmpp.md "Delivered means confirmed"). */
+  awaiting: boolean;
+}
+
+export type AnnouncementListener = (announcement: Announcement) => void;
 
 /** What a publish key may be: short, and without the ':' that separates an entry's fields in Redis. */
 export const PUBLISH_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;

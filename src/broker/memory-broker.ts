@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { DeliveryFallback } from '../bus/bus.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
+import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 
 interface Entry {
   frame: EventFrame;
@@ -31,7 +32,8 @@ interface Stream {
 /**
  * The broker of one node: the streams and presence in this process's memory, with the semantics of the
  * Redis broker (broker.ts), so one node and a cluster behave alike. Lost when the process stops: after
- * a restart every stream starts a new epoch.
+ * a restart every stream starts a new epoch. Announcements loop back in-process, each in a microtask, so
+ * a publisher never re-enters a listener synchronously (the same shape of asynchrony as Redis pub/sub).
  */
 export class MemoryBroker implements Broker {
   private readonly streams = new Map<string, Stream>();
@@ -39,8 +41,13 @@ export class MemoryBroker implements Broker {
   private readonly nodes = new Map<string, number>();
   /** This broker's state lives as long as the instance: one generation. */
   private readonly generation = randomUUID();
+  private readonly listeners = new Set<AnnouncementListener>();
 
-  constructor(private readonly bounds: BrokerBounds) {}
+  /** `log` receives a listener's exception; without one it goes to stderr. Either way the process lives on. */
+  constructor(
+    private readonly bounds: BrokerBounds,
+    private readonly log?: Pick<Logger, 'error'>,
+  ) {}
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, publishKey?: string): Promise<PublishOutcome> {
     if (publishKey !== undefined && !PUBLISH_KEY_PATTERN.test(publishKey)) throw new Error(`publish key ${JSON.stringify(publishKey)} is not ${PUBLISH_KEY_PATTERN}`);
@@ -48,15 +55,30 @@ export class MemoryBroker implements Broker {
     let stream = this.live(key, now);
     // A stream holds at most `limit` entries (100 by default): a scan costs less than an index kept per tab.
     const earlier = publishKey === undefined ? undefined : stream?.entries.find((e) => e.key === publishKey);
-    if (earlier) return { frame: earlier.frame, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false, duplicate: true };
-    if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
+    if (earlier) {
+      // Told again: the first announcement may be what was lost, and a writer skips an id it wrote.
+      this.announce({ to, frame: earlier.frame, awaiting: fallback !== undefined });
+      return { frame: earlier.frame, unsent: [], dropped: { overflow: 0, expired: 0 }, duplicate: true };
+    }
+    if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
     stream ??= this.create(key, now);
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback, key: publishKey });
     const overflow = this.settle(stream, this.overflow(stream));
     const expired = this.settle(stream, this.expire(stream, now));
-    return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped }, announced: false };
+    this.announce({ to, frame, awaiting: fallback !== undefined });
+    return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped } };
+  }
+
+  subscribe(listener: AnnouncementListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  onResume(): () => void {
+    // In-process: no announcement is ever missed.
+    return () => undefined;
   }
 
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
@@ -170,6 +192,21 @@ export class MemoryBroker implements Broker {
 
   async close(): Promise<void> {
     this.streams.clear();
+    this.listeners.clear();
+  }
+
+  private announce(announcement: Announcement): void {
+    for (const listener of this.listeners) queueMicrotask(() => this.dispatch(listener, announcement));
+  }
+
+  private dispatch(listener: AnnouncementListener, announcement: Announcement): void {
+    try {
+      listener(announcement);
+    } catch (err) {
+      // An exception thrown in a microtask would be uncaught and end the process: contain it here.
+      if (this.log) this.log.error({ err }, 'broker listener failed');
+      else console.error('broker listener failed', err);
+    }
   }
 
   /** The stream, unless it has passed its idle time with nobody holding it (then it is removed). */

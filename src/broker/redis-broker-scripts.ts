@@ -77,22 +77,21 @@ end
 `;
 
 /**
- * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channel head tail key.
- * With a channel, the bus message announcing the event is published here too: `head` id `tail`, the id
- * printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
- * exponent form. One round trip instead of two on every event's path (docs/redis.md "Event streams").
+ * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channel announcement key.
+ * The script that appends the event announces it on `channel` as `<id>:<announcement>` (redis-broker.ts
+ * reads it back): one round trip instead of two on every event's path (docs/redis.md "Event streams"). The
+ * id is printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
+ * exponent form. An XMPP event that finds no connected node: the script neither appends nor announces it.
  * A `key` already in `k` for this epoch answers that entry (reply[1] = 2) and appends nothing: a publish
  * whose answer timed out may have run, and its retry must not run again (docs/redis.md "Outages").
  */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
 local function announce(epoch, off)
-  if ARGV[8] ~= '' then
-    redis.call('PUBLISH', ARGV[8], ARGV[9] .. string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ARGV[10])
-  end
+  redis.call('PUBLISH', ARGV[8], string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9])
 end
-if ARGV[11] ~= '' then
-  local earlier = redis.call('HGET', KEYS[5], ARGV[11])
+if ARGV[10] ~= '' then
+  local earlier = redis.call('HGET', KEYS[5], ARGV[10])
   local epoch = redis.call('HGET', KEYS[1], 'e')
   if earlier and epoch then
     local e, off = string.match(earlier, '^(%d+):(%d+)$')
@@ -112,7 +111,7 @@ local off = redis.call('HINCRBY', KEYS[1], 'l', 1)
 redis.call('HSET', KEYS[1], 't', ARGV[1])
 redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
 local epoch = redis.call('HGET', KEYS[1], 'e')
-if ARGV[11] ~= '' then redis.call('HSET', KEYS[5], ARGV[11], epoch .. ':' .. off) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[5], ARGV[10], epoch .. ':' .. off) end
 local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5])
 -- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs); the keys of
 -- its entries as long (a retry comes within the age bound, which is shorter).

@@ -1,11 +1,26 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
 import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
-import { encodeBusMessage } from '../bus/redis-bus.js';
+import type { RedisConnection } from '../redis/connection.js';
+import {
+  epochAt,
+  NONE_AWAITING,
+  PUBLISH_KEY_PATTERN,
+  resumePoint,
+  type Announcement,
+  type AnnouncementListener,
+  type Broker,
+  type BrokerBounds,
+  type PublishOutcome,
+  type StreamRead,
+} from './broker.js';
 import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
+
+/** The channel the append script announces every event on, and every node's broker listens to (prefixed, docs/redis.md "Keys"). */
+export const EVENTS_CHANNEL = 'events';
 
 /** Hold scripts sent at once by `refresh`; Redis runs one slice (~18 µs a script) before it turns to other clients' commands. */
 const REFRESH_SLICE = 100;
@@ -31,36 +46,46 @@ function parseEntry(raw: string, epoch: number): Parsed {
   return { id, at: Number(raw.slice(a + 1, b)), frame: { type: body.type, data: body.data, id }, fallback };
 }
 
+/** What an announcement carries besides the id, as the publisher writes it (the id only the script knows). */
+interface AnnouncementBody {
+  to: TabAddress;
+  awaiting?: true;
+  type: string;
+  data: unknown;
+}
+
 /**
- * The bus message announcing an event, encoded as RedisBus encodes it, split around the place of its id,
- * which only the script knows. The id is the message's last value: JSON keeps keys in the order they
- * were written, `frame` last in the message and `id` last in the frame.
+ * An announcement on EVENTS_CHANNEL is `<id>:<json>`: the script puts the id it gave (decimal digits) before
+ * the JSON the publisher wrote, so neither side edits the other's text and this file alone reads and writes it.
  */
-function announcementAround(to: TabAddress, event: TabEvent, awaiting: boolean): [string, string] {
-  const frame = { type: event.type, data: event.data, id: 0 };
-  const text = encodeBusMessage(awaiting ? { kind: 'event', to, awaiting: true, frame } : { kind: 'event', to, frame });
-  const tail = '}}';
-  return [text.slice(0, -('0'.length + tail.length)), tail];
+const announcementBody = (to: TabAddress, event: TabEvent, awaiting: boolean): string =>
+  JSON.stringify({ to, ...(awaiting ? { awaiting: true } : {}), type: event.type, data: event.data } satisfies AnnouncementBody);
+
+function parseAnnouncement(payload: string): Announcement {
+  const colon = payload.indexOf(':');
+  const id = Number(payload.slice(0, colon));
+  if (colon < 1 || !Number.isSafeInteger(id)) throw new Error('no event id');
+  const body = JSON.parse(payload.slice(colon + 1)) as AnnouncementBody;
+  return { to: body.to, frame: { type: body.type, data: body.data, id }, awaiting: body.awaiting === true };
 }
 
 const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
   raws.map((raw) => parseEntry(String(raw), 0).fallback).filter((f): f is DeliveryFallback => f !== undefined);
 
 export interface RedisBrokerOptions {
-  /** Put before every key; separates deployments sharing one Redis. Default `tabwire:`. */
-  prefix?: string;
   /** A second command connection for the periodic presence refresh (see `refresh`). */
   refreshConnection?: Redis;
-  /**
-   * The bus channel (prefixed) of a RedisBus on the same Redis: each event is then announced on it by
-   * the script that appends it, and `publish` says so (`announced`), so the hub does not publish again.
-   */
-  announceChannel?: string;
+  /** Receives unreadable announcements and listeners' exceptions. */
+  log: Pick<Logger, 'error' | 'warn'>;
 }
 
 /**
  * The broker of a cluster, in Redis (docs/redis.md "Event streams"; semantics: docs/events.md "Event
- * streams"): every change is one Lua script of redis-broker-scripts.ts, whose comment gives the keys.
+ * streams"): every change is one Lua script of redis-broker-scripts.ts, whose comment gives the keys. The
+ * append script announces each event on EVENTS_CHANNEL, and every node's broker listens there through its
+ * connection's subscriber: at-most-once (pub/sub keeps nothing for a subscriber that is away; `onResume`
+ * says when it is back), in append order per tab (Redis runs one script at a time and forwards messages in
+ * the order they were published).
  */
 export class RedisBroker implements Broker {
   private readonly redis: Redis & BrokerCommands;
@@ -68,41 +93,65 @@ export class RedisBroker implements Broker {
   private readonly ttl: number;
   private readonly nodes: string;
   private readonly prefix: string;
+  private readonly channel: string;
   private readonly refreshConnection: Redis | undefined;
-  private readonly announceChannel: string;
+  private readonly log: Pick<Logger, 'error' | 'warn'>;
+  private readonly listeners = new Set<AnnouncementListener>();
+  private unsubscribe: (() => Promise<void>) | undefined;
 
-  /** `redis`: a command connection (not a subscriber). */
-  constructor(redis: Redis, private readonly bounds: BrokerBounds, options: RedisBrokerOptions = {}) {
-    this.prefix = options.prefix ?? 'tabwire:';
+  private constructor(
+    private readonly connection: RedisConnection,
+    private readonly bounds: BrokerBounds,
+    options: RedisBrokerOptions,
+  ) {
+    this.prefix = connection.prefix;
+    this.channel = connection.channel(EVENTS_CHANNEL);
     this.refreshConnection = options.refreshConnection;
-    this.announceChannel = options.announceChannel ?? '';
+    this.log = options.log;
     const { refreshConnection } = this;
-    for (const connection of refreshConnection ? [redis, refreshConnection] : [redis]) defineBrokerCommands(connection);
-    this.redis = redis as Redis & BrokerCommands;
+    for (const c of refreshConnection ? [connection.client, refreshConnection] : [connection.client]) defineBrokerCommands(c);
+    this.redis = connection.client as Redis & BrokerCommands;
     this.ttl = bounds.idleStreamMs + bounds.presenceTtlMs;
     this.nodes = `${this.prefix}nodes`;
+  }
+
+  /**
+   * A node's broker on `connection` (its keys and channel under the connection's prefix), subscribed to
+   * EVENTS_CHANNEL before it is returned (or, while Redis is down, as soon as it is back: connection.subscribe).
+   */
+  static async open(connection: RedisConnection, bounds: BrokerBounds, options: RedisBrokerOptions): Promise<RedisBroker> {
+    const broker = new RedisBroker(connection, bounds, options);
+    broker.unsubscribe = await connection.subscribe(EVENTS_CHANNEL, (payload) => broker.receive(payload));
+    return broker;
   }
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key = ''): Promise<PublishOutcome> {
     if (key !== '' && !PUBLISH_KEY_PATTERN.test(key)) throw new Error(`publish key ${JSON.stringify(key)} is not ${PUBLISH_KEY_PATTERN}`);
     const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
     const [m, ev, p, k] = this.keys(to);
-    const [head, tail] = this.announceChannel === '' ? ['', ''] : announcementAround(to, event, fallback !== undefined);
     const reply = await this.redis.twPublish(
       m, ev, p, this.nodes, k,
       now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}${key}:${body}`,
-      this.announceChannel, head, tail, key,
+      this.channel, announcementBody(to, event, fallback !== undefined), key,
     );
     const answer = Number(reply[0]);
-    if (answer === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 }, announced: false };
+    if (answer === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
     const id = Number(reply[1]) + Number(reply[2]);
     return {
-      announced: this.announceChannel !== '',
       frame: { type: event.type, data: event.data, id },
       unsent: fallbacksOf(reply.slice(5)),
       dropped: { overflow: Number(reply[3]), expired: Number(reply[4]) },
       ...(answer === 2 ? { duplicate: true } : {}),
     };
+  }
+
+  subscribe(listener: AnnouncementListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  onResume(listener: () => void): () => void {
+    return this.connection.onResubscribed(listener);
   }
 
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
@@ -188,7 +237,26 @@ export class RedisBroker implements Broker {
   }
 
   async close(): Promise<void> {
-    // The connection belongs to the caller.
+    // The connection belongs to the caller: only this broker's subscription ends.
+    this.listeners.clear();
+    await this.unsubscribe?.();
+  }
+
+  private receive(payload: string): void {
+    let announcement: Announcement;
+    try {
+      announcement = parseAnnouncement(payload);
+    } catch (err) {
+      this.log.warn({ err }, 'unreadable event announcement dropped');
+      return;
+    }
+    for (const listener of this.listeners) {
+      try {
+        listener(announcement);
+      } catch (err) {
+        this.log.error({ err }, 'broker listener failed');
+      }
+    }
   }
 
   private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number): [string, string, string, string, ...(string | number)[]] {

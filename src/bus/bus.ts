@@ -1,6 +1,4 @@
 import type { OutboundMessage } from '../protocol/xmpp-message.js';
-import type { TabAddress } from '../protocol/address.js';
-import type { EventFrame } from '../protocol/frames.js';
 import type { StoredMessage } from '../store/stores.js';
 
 /**
@@ -14,12 +12,10 @@ export type DeliveryFallback = {
 } & Omit<StoredMessage, 'id'>;
 
 /**
- * Messages that travel between nodes. Discriminated by `kind`; handlers switch exhaustively.
- * `event`: an event was appended to a tab's stream (broker.ts); the nodes holding the tab write it.
- * `awaiting`: it carries a fallback (an XMPP message), so a write of it awaits the client's confirmation
- * (docs/xmpp.md "Delivered means confirmed"). `frame` stays last: the broker's script splices its id in.
+ * Requests between nodes. Discriminated by `kind`; handlers switch exhaustively. Tab events do not travel
+ * here: the broker announces each one with its append (broker.ts `subscribe`).
  */
-export type BusMessage = { kind: 'event'; to: TabAddress; awaiting?: true; frame: EventFrame } | XmppSendRequest | XmppSendAnswer;
+export type BusMessage = XmppSendRequest | XmppSendAnswer;
 
 /**
  * An outbound XMPP message from a node without the XMPP server connection, for the node that holds it
@@ -45,7 +41,7 @@ export interface XmppSendAnswer {
 export type BusHandler = (message: BusMessage) => void;
 
 /**
- * Carries messages to every subscribed hub (docs/events.md "One delivery path").
+ * Carries requests between nodes (docs/redis.md "The bus") to every subscriber, on every node.
  * Guarantees: at-most-once per subscriber; messages published by one publisher reach a
  * subscriber in publish order; a subscriber that throws affects neither the publisher nor the
  * other subscribers.
@@ -54,11 +50,5 @@ export interface Bus {
   publish(message: BusMessage): Promise<void>;
   /** Returns a function that removes the subscription. */
   subscribe(handler: BusHandler): () => void;
-  /**
-   * Calls `listener` when this node may have missed messages (a networked bus subscribed again after
-   * losing its connection), so what depends on them can be read again from where it is kept. Returns a
-   * function that removes the listener. The memory bus never misses one.
-   */
-  onResume(listener: () => void): () => void;
   close(): Promise<void>;
 }

@@ -20,11 +20,6 @@ export class MemoryBus implements Bus {
     return () => this.handlers.delete(handler);
   }
 
-  onResume(): () => void {
-    // In-process: nothing is ever missed.
-    return () => undefined;
-  }
-
   async close(): Promise<void> {
     this.handlers.clear();
   }

@@ -5,9 +5,6 @@ import type { Bus, BusHandler, BusMessage } from './bus.js';
 /** The channel every node publishes to and subscribes to (prefixed, docs/redis.md "Keys"). */
 export const BUS_CHANNEL = 'bus';
 
-/** A bus message as it goes over the channel (the broker's append script announces events in this form too). */
-export const encodeBusMessage = (message: BusMessage): string => JSON.stringify(message);
-
 /**
  * The cluster bus over Redis pub/sub: every message reaches every subscribed node, this one included.
  * Guarantees, as the Bus contract says: at-most-once (pub/sub keeps nothing for a subscriber that is
@@ -33,16 +30,12 @@ export class RedisBus implements Bus {
   }
 
   async publish(message: BusMessage): Promise<void> {
-    await this.redis.client.publish(this.redis.channel(BUS_CHANNEL), encodeBusMessage(message));
+    await this.redis.client.publish(this.redis.channel(BUS_CHANNEL), JSON.stringify(message));
   }
 
   subscribe(handler: BusHandler): () => void {
     this.handlers.add(handler);
     return () => this.handlers.delete(handler);
-  }
-
-  onResume(listener: () => void): () => void {
-    return this.redis.onResubscribed(listener);
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
-import type { BusMessage, DeliveryFallback } from '../bus/bus.js';
+import type { Announcement } from '../broker/broker.js';
+import type { DeliveryFallback } from '../bus/bus.js';
 import { disconnects } from './disconnect.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';
@@ -24,8 +25,8 @@ const DEFAULT_MESSAGE_CONFIRM_MS = 10_000;
 
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
- * streams (broker.ts); `deliver` appends there and announces the new event on the bus, and every node
- * holding a connection of the tab writes it. One node and a cluster run the same path. Tabs are
+ * streams (broker.ts); `deliver` publishes there, the broker announces the new event to every node with
+ * its append, and every node holding a connection of the tab writes it. One node and a cluster run the same path. Tabs are
  * kept per address (tab id and session), so an event only ever reaches the session it was addressed
  * to (docs/events.md).
  */
@@ -68,9 +69,9 @@ export class Hub implements Delivery {
       dropped: (reason, n) => o.counters?.dropped(reason, n),
       awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
     });
-    this.unsubscribe = o.bus.subscribe((message) => this.onBusMessage(message));
-    // Announcements missed while the bus was away are not lost: every open connection reads its stream again.
-    this.stopResume = o.bus.onResume(() => {
+    this.unsubscribe = o.broker.subscribe((announcement) => this.onAnnouncement(announcement));
+    // Announcements missed while the broker's subscription was away are not lost: open connections read their streams again.
+    this.stopResume = o.broker.onResume(() => {
       for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
     });
     this.retry = new PublishRetry({
@@ -133,9 +134,8 @@ export class Hub implements Delivery {
       this.fallBack([fallback!]);
       return false;
     }
+    // The broker tells every node of it (a duplicate again too); each node holding the tab writes it from there.
     if (!outcome.duplicate) this.o.counters?.delivered();
-    // A duplicate is announced again too: the first announcement may be what was lost, and writers skip ids they wrote.
-    if (!outcome.announced) await this.o.bus.publish(fallback ? { kind: 'event', to, awaiting: true, frame: outcome.frame } : { kind: 'event', to, frame: outcome.frame });
     return true;
   }
 
@@ -381,15 +381,10 @@ export class Hub implements Delivery {
     return holders;
   }
 
-  private onBusMessage(message: BusMessage): void {
-    switch (message.kind) {
-      case 'event': {
-        const tab = this.tabs.get(message.to);
-        if (!tab || !hasOpen(tab)) return;
-        void this.serially(tab, () => this.writer.writeNew(tab, message.frame, message.awaiting === true));
-        return;
-      }
-    }
+  private onAnnouncement({ to, frame, awaiting }: Announcement): void {
+    const tab = this.tabs.get(to);
+    if (!tab || !hasOpen(tab)) return;
+    void this.serially(tab, () => this.writer.writeNew(tab, frame, awaiting));
   }
 
   /** Runs `work` after the tab's earlier work; a failure is logged, never passed on to later work. */

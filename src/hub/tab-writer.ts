@@ -21,7 +21,7 @@ export interface TabWriterOptions {
 
 /**
  * Writes a tab's events to its connections on this node, each in id order from its own cursor: a new
- * event as it is announced, what a connection missed read from the tab's stream (docs/events.md "Event
+ * event as the broker announces it, what a connection missed read from the tab's stream (docs/events.md "Event
  * streams"). The hub runs these per tab one after another, so no two interleave.
  */
 export class TabWriter {
@@ -43,7 +43,7 @@ export class TabWriter {
       } else behind = true;
     });
     if (written > 0) this.markSent(tab.address, written);
-    // Another node's event came first on the bus, or one was missed: the stream has them all.
+    // Another node's event came first, or an announcement was missed: the stream has them all.
     if (behind) await this.catchUpAll(tab);
   }
 

@@ -162,23 +162,23 @@ export class QuickLogin {
     this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callback !== undefined }, 'login code settled');
     // Only the session that asked for the code hears of it, even if another session holds the tab id now.
     // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
-    if (tabEvent && (await this.announce(record, tabEvent))) delivered?.(state);
+    if (tabEvent && (await this.publishResult(record, tabEvent))) delivered?.(state);
     return { state };
   }
 
   /**
    * Publishes a settled code's tab event under the code's publish key and marks the settlement row
-   * announced. From the settlement's commit to that mark the row is the event's outbox: a node that dies
+   * published. From the settlement's commit to that mark the row is the event's outbox: a node that dies
    * in between leaves it owed, and the result outbox (result-outbox.ts) of a live node publishes it under
    * the same key, so the tab gets it once with one id (docs/events.md "Results reach the page once").
    * Resolves whether the event is in the tab's stream now.
    */
-  private async announce(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
+  private async publishResult(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
     if (record.tabId === '' || record.sessionHash === null) return false;
     const taken = await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent, undefined, resultPublishKey(record.code));
     if (!taken) return false;
     // A lost mark costs one more publish under the same key, which the stream answers without a copy.
-    await this.o.store.codes.markAnnounced(record.code, this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'marking a result announced failed'));
+    await this.o.store.codes.markPublished(record.code, this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'marking a result published failed'));
     return true;
   }
 
@@ -235,7 +235,7 @@ export class QuickLogin {
     const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') {
-      if (record.tabEvent && record.announced === false) await this.announce(record, record.tabEvent);
+      if (record.tabEvent && record.published === false) await this.publishResult(record, record.tabEvent);
       throw new TabwireError('code_already_used');
     }
     if (record.expiresAt <= this.o.clock.now()) throw new TabwireError('code_expired');

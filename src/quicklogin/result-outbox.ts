@@ -7,7 +7,7 @@ import type { CodeStore } from '../store/stores.js';
 const SWEEP_LIMIT = 200;
 
 export interface ResultOutboxOptions {
-  codes: Pick<CodeStore, 'unannounced' | 'markAnnounced'>;
+  codes: Pick<CodeStore, 'unpublished' | 'markPublished'>;
   delivery: Delivery;
   clock: Clock;
   log: Logger;
@@ -25,7 +25,7 @@ export interface ResultOutboxOptions {
 
 /**
  * The result outbox (docs/events.md "Results reach the page once"): the settlement row of a code stores
- * the event its tab is sent, unannounced until it is in the tab's stream. A sweep publishes every result owed for longer than
+ * the event its tab is sent, unpublished until it is in the tab's stream. A sweep publishes every result owed for longer than
  * `graceMs`, under the code's publish key, so a copy the dying node did publish, or another sweep's, is
  * not appended twice. It runs on one node of a cluster at a time (a lease); on two at once during a
  * hand-over it is still harmless.
@@ -57,13 +57,13 @@ export class ResultOutbox {
 
   private async pass(): Promise<number> {
     const now = this.o.clock.now();
-    const owed = await this.o.codes.unannounced(now - this.o.windowMs, now - this.o.graceMs, SWEEP_LIMIT);
+    const owed = await this.o.codes.unpublished(now - this.o.windowMs, now - this.o.graceMs, SWEEP_LIMIT);
     let published = 0;
     for (const result of owed) {
       const to = { tabId: result.tabId, session: result.sessionHash };
       // Not taken (the broker unreachable): the hub holds it for another try, and the row stays owed.
       if (!(await this.o.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code)))) continue;
-      await this.o.codes.markAnnounced(result.code, this.o.clock.now());
+      await this.o.codes.markPublished(result.code, this.o.clock.now());
       published++;
     }
     if (published > 0) this.o.log.info({ published }, 'owed results published from their settlement rows');

@@ -38,7 +38,7 @@ export interface LoginCode {
   /** As read (`get`) of a settled code: the event the settlement sent the code's tab, if any. Never written by `insert`. */
   tabEvent?: TabEventRecord['event'];
   /** As read (`get`) of a settled code: false while its tab event is owed to its tab's stream (the result outbox). */
-  announced?: boolean;
+  published?: boolean;
 }
 
 /** How a code is settled. */
@@ -53,7 +53,7 @@ export interface Settlement {
 }
 
 /** A settled code's tab event no node has published yet (the result outbox; docs/events.md "Results reach the page once"). */
-export interface UnannouncedResult extends TabEventRecord {
+export interface UnpublishedResult extends TabEventRecord {
   tabId: string;
   sessionHash: string;
 }
@@ -87,12 +87,12 @@ export interface CodeStore {
   recentTabEvents(tabId: string, sessionHash: string, since: number): Promise<TabEventRecord[]>;
   /**
    * The result outbox: codes settled between `since` and `before` (signature time) whose tab event is not
-   * marked announced, oldest first, at most `limit`. A settlement with a tab event starts unannounced; one
+   * marked published, oldest first, at most `limit`. A settlement with a tab event starts unpublished; one
    * without is never listed.
    */
-  unannounced(since: number, before: number, limit: number): Promise<UnannouncedResult[]>;
+  unpublished(since: number, before: number, limit: number): Promise<UnpublishedResult[]>;
   /** The code's tab event is in its tab's stream: the outbox lets it be. */
-  markAnnounced(code: string, now: number): Promise<void>;
+  markPublished(code: string, now: number): Promise<void>;
   /** Removes codes that expired before `before`; returns how many. */
   deleteExpired(before: number): Promise<number>;
 }

@@ -3,7 +3,7 @@ import type { CallbackStore } from './callback-store.js';
 import type { IdentityStore } from './identity-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
-export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnannouncedResult } from './code-store.js';
+export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
 

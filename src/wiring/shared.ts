@@ -8,7 +8,7 @@ import { MemoryBroker } from '../broker/memory-broker.js';
 import type { Broker, BrokerBounds } from '../broker/broker.js';
 import type { Bus } from '../bus/bus.js';
 import { MemoryBus } from '../bus/memory-bus.js';
-import { BUS_CHANNEL, RedisBus } from '../bus/redis-bus.js';
+import { RedisBus } from '../bus/redis-bus.js';
 import { randomUUID } from 'node:crypto';
 import { RedisBroker } from '../broker/redis-broker.js';
 import { systemClock, type Clock } from '../clock.js';
@@ -88,14 +88,15 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   const clustered = deps.broker !== undefined || redis !== undefined;
   const presenceTtlMs = clustered ? PRESENCE_TTL_MS : SINGLE_NODE_PRESENCE_MS;
   const bounds = brokerBounds(config, presenceTtlMs);
-  // The presence refresh has a connection of its own, so the node's events never queue behind it. With
-  // the node's own RedisBus on the same Redis, the broker announces each event in the script that appends it.
-  const announceChannel = deps.bus === undefined && redis ? redis.channel(BUS_CHANNEL) : undefined;
+  // The presence refresh has a connection of its own, so the node's events never queue behind it. The
+  // broker announces each event itself (on Redis: in the script that appends it) and listens through the
+  // connection's subscriber, subscribed before the node serves.
+  const brokerLog = log.child({ module: 'broker' });
   const broker =
     deps.broker ??
     (redis
-      ? new RedisBroker(redis.client, bounds, { prefix: redis.prefix, refreshConnection: redis.duplicate('presence'), ...(announceChannel ? { announceChannel } : {}) })
-      : new MemoryBroker(bounds));
+      ? await RedisBroker.open(redis, bounds, { refreshConnection: redis.duplicate('presence'), log: brokerLog })
+      : new MemoryBroker(bounds, brokerLog));
   return {
     store,
     bus,

@@ -135,8 +135,6 @@ export class LeasedXmppComponent implements XmppLink {
       case 'xmpp-sent':
         if (message.to === this.#o.nodeId) this.#pending.get(message.requestId)?.(message.outcome);
         return;
-      case 'event':
-        return;
     }
   }
 

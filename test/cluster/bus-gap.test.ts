@@ -6,10 +6,10 @@ import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
 /**
- * The bus is at most once (src/bus/bus.ts): a node whose Redis subscriber is reconnecting misses what is
- * published meanwhile. Here the subscribers lose their connection (CLIENT KILL TYPE pubsub) and Redis
+ * The broker's announcements are at most once (src/broker/broker.ts `subscribe`): a node whose Redis
+ * subscriber is reconnecting misses what is announced meanwhile. Here the subscribers lose their connection (CLIENT KILL TYPE pubsub) and Redis
  * refuses new connections (maxclients) until the test lets them in again, so an event published in between
- * deterministically reaches the tab's stream but not its node's bus.
+ * deterministically reaches the tab's stream but is not announced to its node.
  */
 let cluster: Cluster;
 let admin: Redis;
@@ -26,7 +26,7 @@ afterAll(async () => {
 const subscribers = async () => String(await admin.call('CLIENT', 'LIST', 'TYPE', 'pubsub')).split('\n').filter((l) => l.trim() !== '').length;
 
 /**
- * Settles a code for `tab` through node 2 while no node is subscribed to the bus (its command connection
+ * Settles a code for `tab` through node 2 while no node is subscribed to announcements (its command connection
  * stays, so the event is appended to the stream and announced to nobody), then waits for both subscribers.
  */
 async function missAnnouncement(tab: TestTab, purpose: string): Promise<void> {
@@ -41,8 +41,8 @@ async function missAnnouncement(tab: TestTab, purpose: string): Promise<void> {
   await until(async () => (await subscribers()) === 2, 'both nodes to subscribe again');
 }
 
-describe('a node that missed bus messages while its subscriber reconnected', () => {
-  // The bus says when it subscribed again after a disconnect (Bus.onResume), and the hub then catches every
+describe('a node that missed announcements while its subscriber reconnected', () => {
+  // The broker says when it subscribed again after a disconnect (Broker.onResume), and the hub then catches every
   // open connection up from the broker: without that the event would wait for the tab's next event.
   it('writes the event to its WebSocket once the subscriber is back, without waiting for a later event', async () => {
     const tab = await TestTab.open(cluster.wsUrl(0));

@@ -1,12 +1,15 @@
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Broker, BrokerBounds } from '../../src/broker/broker.js';
+import type { Announcement, Broker, BrokerBounds } from '../../src/broker/broker.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
-import { RedisBroker } from '../../src/broker/redis-broker.js';
+import { EVENTS_CHANNEL, RedisBroker } from '../../src/broker/redis-broker.js';
 import type { DeliveryFallback } from '../../src/bus/bus.js';
 import type { TabAddress } from '../../src/protocol/address.js';
-import { startRedis, type RedisServer } from '../helpers/redis.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
+import { startRedis, testConnection, testPrefix, type RedisServer } from '../helpers/redis.js';
 import { stateBackends, type Node } from '../helpers/state-backends.js';
+import { until } from '../helpers/until.js';
 
 /**
  * One contract, two brokers (docs/events.md "Event streams"): the memory broker of one node and the
@@ -19,36 +22,49 @@ const B: TabAddress = { tabId: 'tab-00001', session: 'b'.repeat(64) };
 const fb = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
 const ev = (n: number) => ({ type: 'E', data: { n } });
 
+const silent = pino({ level: 'silent' });
 let redis: RedisServer;
 const connections: Redis[] = [];
+const redisConnections: RedisConnection[] = [];
 
 beforeAll(async () => {
   redis = await startRedis();
 });
 afterAll(async () => {
   for (const c of connections) c.disconnect();
+  await Promise.all(redisConnections.map((c) => c.close()));
   await redis?.stop();
 });
 
-const backends = stateBackends<Broker, BrokerBounds>('broker', {
+/** A node's Redis broker on this file's own server under `prefix` (nodes of one cluster share it). */
+async function redisNode(prefix: string, options: BrokerBounds = bounds): Promise<{ broker: RedisBroker; connection: RedisConnection }> {
+  const connection = testConnection(redis.url, prefix);
+  redisConnections.push(connection);
+  return { broker: await RedisBroker.open(connection, options, { log: silent }), connection };
+}
+
+const backends = stateBackends<Promise<Broker>, BrokerBounds>('broker', {
   memory: (options) => {
-    const broker = new MemoryBroker(options);
-    return () => broker;
+    const broker = new MemoryBroker(options, silent);
+    return async () => broker;
   },
-  redis: (connection, _nodeId, options) => new RedisBroker(connection.client, options, { prefix: connection.prefix }),
+  redis: (connection, _nodeId, options) => RedisBroker.open(connection, options, { log: silent }),
 });
+
+/** What `listen` heard, as the hub is told it: address, id, type, data and whether it awaits a confirmation. */
+const heardAs = (a: Announcement) => ({ to: a.to, id: a.frame.id, type: a.frame.type, data: a.frame.data, awaiting: a.awaiting });
 
 describe.each(backends)('broker contract: $name', (backend) => {
   /** The brokers of the nodes of the current cluster: each call is another node over the same streams. */
-  let make: Node<Broker>;
+  let make: Node<Promise<Broker>>;
   /** Loses every stream, as a restarted broker does: what comes next is a fresh cluster. */
   const lose = () => {
     make = backend.cluster(bounds);
   };
   let broker: Broker;
-  beforeEach(() => {
+  beforeEach(async () => {
     lose();
-    broker = make('node-1');
+    broker = await make('node-1');
   });
 
   it('numbers a new stream from its epoch (creation ms × 1000) and reads after the sent mark', async () => {
@@ -91,7 +107,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect(after.duplicate).toBeFalsy();
     expect(after.frame?.id).toBe(T0 * 1000 + 5);
     lose();
-    broker = make('node-1');
+    broker = await make('node-1');
     const fresh = await broker.publish(A, ev(1), T0 + 100, undefined, 'old');
     expect(fresh.duplicate).toBeFalsy();
     expect(fresh.frame?.id).toBe((T0 + 100) * 1000 + 1);
@@ -217,7 +233,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
   });
 
   it('the last node to drop a tab gets its unsent fallbacks; while another holds it, nothing is handed back', async () => {
-    const other = make('node-2');
+    const other = await make('node-2');
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
     await other.hold(A, 'node-2', T0 + 1e9, T0);
     await broker.publish(A, ev(1), T0, fb(1));
@@ -255,9 +271,9 @@ describe.each(backends)('broker contract: $name', (backend) => {
   it('the heartbeat tells the broker generation, which changes when the broker lost its state', async () => {
     const first = await broker.heartbeat('node-1', T0);
     expect(await broker.heartbeat('node-1', T0 + 10_000)).toBe(first);
-    expect(await make('node-2').heartbeat('node-2', T0 + 10_000)).toBe(first);
+    expect(await (await make('node-2')).heartbeat('node-2', T0 + 10_000)).toBe(first);
     lose();
-    broker = make('node-1');
+    broker = await make('node-1');
     expect(await broker.heartbeat('node-1', T0 + 20_000)).not.toBe(first);
   });
 
@@ -265,7 +281,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
     await broker.hold(A, 'node-1', T0 + 1e9, T0);
     const old = (await broker.publish(A, ev(1), T0)).frame!;
     lose();
-    broker = make('node-1');
+    broker = await make('node-1');
     expect(await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 5)).toEqual([A]);
     const next = (await broker.publish(A, ev(2), T0 + 6)).frame!;
     expect(next.id).toBeGreaterThan(old.id);
@@ -277,12 +293,12 @@ describe.each(backends)('broker contract: $name', (backend) => {
 
   it('a held tab keeps its state for keepAliveMs; once nobody holds it, for its idle time', async () => {
     if (backend.name !== 'redis') return; // only Redis expires state by itself
-    const inspect = new Redis(redis.url);
-    connections.push(inspect);
-    const held = new RedisBroker(inspect, { ...bounds, keepAliveMs: 600_000 }, { prefix: 'test:' });
+    const prefix = testPrefix('keep');
+    const { broker: held, connection } = await redisNode(prefix, { ...bounds, keepAliveMs: 600_000 });
+    const inspect = connection.client;
     await held.hold(A, 'node-1', T0 + 1e9, T0);
     await held.publish(A, ev(1), T0);
-    const keys = await inspect.keys('test:t:*');
+    const keys = await inspect.keys(`${prefix}t:*`);
     expect(keys).toHaveLength(3);
     for (const key of keys) expect(await inspect.pttl(key)).toBeGreaterThan(590_000);
     await held.drop(A, 'node-1', T0 + 1);
@@ -300,15 +316,108 @@ describe.each(backends)('broker contract: $name', (backend) => {
     broker.sweep(T0 + 200_000);
     if (backend.name === 'memory') expect((await broker.read(A, undefined, T0 + 200_000)).epoch).toBe(0);
   });
+
+  describe('announcements', () => {
+    /** Listens on `node` until the test ends; `heard` in arrival order. */
+    const listen = (node: Broker) => {
+      const heard: Announcement[] = [];
+      const off = node.subscribe((a) => heard.push(a));
+      offs.push(off);
+      return heard;
+    };
+    let offs: (() => void)[] = [];
+    beforeEach(() => {
+      offs.forEach((off) => off());
+      offs = [];
+    });
+    /**
+     * Publishes a marker event to B from `from` and waits until every list has heard it: a node's
+     * announcements arrive in publish order, so anything published before it has arrived too, or never will.
+     */
+    const settled = async (from: Broker, ...lists: Announcement[][]) => {
+      const marker = (await from.publish(B, { type: 'Marker', data: null }, T0 + 1_000)).frame!.id;
+      await until(() => lists.every((l) => l.some((a) => a.frame.id === marker && a.frame.type === 'Marker')), 'the marker announced everywhere');
+      for (const l of lists) l.splice(l.findIndex((a) => a.frame.type === 'Marker'), 1);
+    };
+
+    it('each publish is announced once to the listeners of every node, the publishing one included, with its id', async () => {
+      const other = await make('node-2');
+      const onOne = listen(broker);
+      const onOther = listen(other);
+      await broker.hold(A, 'node-1', T0 + 1e9, T0);
+      const plain = await broker.publish(A, { type: 'Quoted', data: { text: 'a "b" \u00e9:1' } }, T0);
+      const bare = await other.publish(A, { type: 'Bare', data: undefined }, T0 + 1);
+      const message = await broker.publish(A, ev(3), T0 + 2, fb(3), 'msg-1');
+      await settled(broker, onOne, onOther);
+      const expected = [
+        { to: A, id: plain.frame!.id, type: 'Quoted', data: { text: 'a "b" \u00e9:1' }, awaiting: false },
+        { to: A, id: bare.frame!.id, type: 'Bare', data: undefined, awaiting: false },
+        // An XMPP message: a write of it awaits the client's confirmation (docs/xmpp.md "Delivered means confirmed").
+        { to: A, id: message.frame!.id, type: 'E', data: { n: 3 }, awaiting: true },
+      ];
+      expect(onOne.map(heardAs)).toEqual(expected);
+      expect(onOther.map(heardAs)).toEqual(expected);
+      // The frame as a connection is written it: the fallback never travels with it.
+      expect(Object.keys(onOther[2]!.frame).sort()).toEqual(['data', 'id', 'type']);
+    });
+
+    it('a duplicate publish (same key) is announced again with the first one\'s id; nothing is appended', async () => {
+      const heard = listen(broker);
+      const first = await broker.publish(A, ev(1), T0, undefined, 'dup-key');
+      const again = await broker.publish(A, ev(1), T0 + 5, undefined, 'dup-key');
+      expect(again.duplicate).toBe(true);
+      await settled(broker, heard);
+      expect(heard.map((a) => a.frame.id)).toEqual([first.frame!.id, first.frame!.id]);
+      expect((await broker.read(A, T0 * 1000, T0 + 6)).frames).toHaveLength(1);
+    });
+
+    it('an XMPP event that finds no connected node is neither appended nor announced', async () => {
+      const heard = listen(broker);
+      expect((await broker.publish(A, ev(1), T0, fb(1))).frame).toBeUndefined();
+      await broker.hold(A, 'node-1', T0 + 10, T0);
+      expect((await broker.publish(A, ev(2), T0 + 10, fb(2))).frame).toBeUndefined(); // its long-poll gap is over
+      await settled(broker, heard);
+      expect(heard).toEqual([]);
+    });
+
+    it('a listener that throws affects neither the publisher nor another listener; a removed one hears nothing more', async () => {
+      const other = await make('node-2');
+      const throwing = other.subscribe(() => {
+        throw new Error('listener bug');
+      });
+      offs.push(throwing);
+      const kept = listen(other);
+      const removed: Announcement[] = [];
+      const remove = other.subscribe((a) => removed.push(a));
+      await expect(broker.publish(A, ev(1), T0)).resolves.toMatchObject({ frame: { data: { n: 1 } } });
+      await settled(broker, kept, removed);
+      remove();
+      await broker.publish(A, ev(2), T0);
+      await settled(broker, kept);
+      expect(kept.map((a) => a.frame.data)).toEqual([{ n: 1 }, { n: 2 }]);
+      expect(removed.map((a) => a.frame.data)).toEqual([{ n: 1 }]);
+    });
+
+    it('a closed broker tells its listeners nothing more', async () => {
+      const other = await make('node-2');
+      const closed = await make('node-3');
+      const heard = listen(other);
+      const gone: Announcement[] = [];
+      closed.subscribe((a) => gone.push(a));
+      if (closed !== other) await closed.close(); // on one node (memory) all nodes are one broker
+      await broker.publish(A, ev(1), T0);
+      await settled(broker, heard);
+      expect(heard).toHaveLength(1);
+      if (closed !== other) expect(gone).toEqual([]);
+    });
+  });
 });
 
 describe('redis broker across nodes', () => {
   it('two nodes publishing to one tab at once get distinct, gap-free ids', async () => {
-    const c1 = new Redis(redis.url);
-    const c2 = new Redis(redis.url);
-    connections.push(c1, c2);
-    const n1 = new RedisBroker(c1, bounds, { prefix: 'race:' });
-    const n2 = new RedisBroker(c2, { ...bounds, limit: 1000 }, { prefix: 'race:' });
+    const prefix = testPrefix('race');
+    const { broker: n1 } = await redisNode(prefix);
+    const { broker: n2 } = await redisNode(prefix, { ...bounds, limit: 1000 });
     const outcomes = await Promise.all(Array.from({ length: 200 }, (_, i) => (i % 2 === 0 ? n1 : n2).publish(A, ev(i), T0)));
     const ids = outcomes.map((o) => o.frame!.id).sort((x, y) => x - y);
     expect(new Set(ids).size).toBe(200);
@@ -316,44 +425,60 @@ describe('redis broker across nodes', () => {
   });
 });
 
-describe('redis broker announcing on the bus', () => {
-  it('publishes the bus message of each appended event in the same script, with the id the append gave', async () => {
-    const command = new Redis(redis.url);
+
+describe('redis broker announcements on the wire', () => {
+  it('are `<id>:<json>` on the prefixed events channel, the id digit for digit at real clock values', async () => {
+    const prefix = testPrefix('wire');
+    const { broker } = await redisNode(prefix);
     const subscriber = new Redis(redis.url);
-    connections.push(command, subscriber);
-    const heard: unknown[] = [];
-    await subscriber.subscribe('ann:bus');
-    subscriber.on('message', (_channel: string, payload: string) => heard.push(JSON.parse(payload)));
-    const broker = new RedisBroker(command, bounds, { prefix: 'ann:', announceChannel: 'ann:bus' });
-    // Real clock values: ids near 1.8e15 must reach the message digit for digit, not in exponent form.
+    connections.push(subscriber);
+    const heard: string[] = [];
+    await subscriber.subscribe(`${prefix}${EVENTS_CHANNEL}`);
+    subscriber.on('message', (_channel: string, payload: string) => heard.push(payload));
     const now = Date.now();
-    await broker.hold(A, 'node-1', now + 1e9, now);
-    const plain = await broker.publish(A, { type: 'Quoted', data: { text: 'a "b" \u00e9' } }, now);
-    const noData = await broker.publish(A, { type: 'Bare', data: undefined }, now + 1);
-    const withFallback = await broker.publish(A, ev(3), now + 2, fb(3));
-    const notConnected = await broker.publish(B, ev(4), now + 3, fb(4));
-    expect([plain.announced, noData.announced, withFallback.announced]).toEqual([true, true, true]);
-    expect(notConnected.frame).toBeUndefined();
-    await expect.poll(() => heard.length).toBe(3);
-    // The fallback stays in the stream for the node that stores it; the tab's frame never carries it.
-    // A message's announcement says it awaits a confirmation once written (docs/xmpp.md "Delivered means confirmed").
-    const announced = (o: typeof plain, awaiting?: true) => ({ kind: 'event', to: A, ...(awaiting ? { awaiting } : {}), frame: JSON.parse(JSON.stringify(o.frame)) });
-    expect(heard).toEqual([announced(plain), announced(noData), announced(withFallback, true)]);
-    expect(plain.frame!.id).toBeGreaterThan(1e15);
+    const { frame } = await broker.publish(A, ev(1), now);
+    await until(() => heard.length === 1, 'the announcement');
+    expect(frame!.id).toBeGreaterThan(1e15);
+    expect(heard[0]).toBe(`${frame!.id}:${JSON.stringify({ to: A, type: 'E', data: { n: 1 } })}`);
   });
 
-  it('without a channel publishes nothing and says so, so the hub announces the event itself', async () => {
-    const command = new Redis(redis.url);
-    const subscriber = new Redis(redis.url);
-    connections.push(command, subscriber);
-    const heard: string[] = [];
-    await subscriber.psubscribe('*');
-    subscriber.on('pmessage', (_pattern: string, channel: string) => heard.push(channel));
-    const outcome = await new RedisBroker(command, bounds, { prefix: 'quiet:' }).publish(A, ev(1), T0);
-    expect(outcome.announced).toBe(false);
-    expect(outcome.frame?.id).toBeGreaterThan(0);
-    // Pub/sub keeps one connection's messages in order: once the marker arrives, anything before it has too.
-    await command.publish('marker', 'x');
-    await expect.poll(() => heard).toEqual(['marker']);
+  it('an unreadable message on the channel is dropped; the next announcement is heard', async () => {
+    const prefix = testPrefix('junk');
+    const { broker, connection } = await redisNode(prefix);
+    const heard: Announcement[] = [];
+    broker.subscribe((a) => heard.push(a));
+    await connection.client.publish(`${prefix}${EVENTS_CHANNEL}`, 'not an announcement');
+    await connection.client.publish(`${prefix}${EVENTS_CHANNEL}`, '12:{not json');
+    const { frame } = await broker.publish(A, ev(1), T0);
+    await until(() => heard.length === 1, 'the announcement after the junk');
+    expect(heard[0]!.frame).toEqual(frame);
+  });
+});
+
+describe('redis broker across a Redis restart', () => {
+  let server: RedisServer;
+  beforeAll(async () => {
+    server = await startRedis();
+  });
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  it('subscribes again by itself, says so (onResume), and announcements flow again', async () => {
+    const connection = testConnection(server.url, testPrefix('resume'));
+    redisConnections.push(connection);
+    const broker = await RedisBroker.open(connection, bounds, { log: silent });
+    const heard: number[] = [];
+    broker.subscribe((a) => heard.push(a.frame.data as number));
+    let resumed = 0;
+    broker.onResume(() => resumed++);
+    await broker.publish(A, { type: 'E', data: 0 }, T0);
+    await until(() => heard.includes(0), 'an announcement before the restart');
+    await server.restart();
+    await until(() => resumed === 1, 'the resubscription after the restart');
+    // Subscribed again before onResume is told: what is published from now on is heard.
+    await broker.publish(A, { type: 'E', data: 1 }, T0 + 1);
+    await until(() => heard.includes(1), 'an announcement after the restart');
+    expect(heard).toEqual([0, 1]);
   });
 });

@@ -39,8 +39,9 @@ const backends = stateBackends<Promise<Bus>>('bus', {
   redis: (redis) => RedisBus.open(redis, silent),
 });
 
-const deliver = (n: number, tabId = 'tab-1'): BusMessage => ({ kind: 'event', to: { tabId, session: 's' }, frame: { type: 'T', data: n, id: n } });
-const numberOf = (m: BusMessage): number => (m.kind === 'event' ? (m.frame.data as number) : -1);
+/** A numbered request between nodes (an XMPP send's answer), told apart by `n`. */
+const deliver = (n: number): BusMessage => ({ kind: 'xmpp-sent', requestId: `r-${n}`, to: 'node-a', outcome: 'sent' });
+const numberOf = (m: BusMessage): number => (m.kind === 'xmpp-sent' ? Number(m.requestId.slice(2)) : -1);
 
 describe.each(backends)('Bus contract: $name', (backend) => {
   let cluster: Omit<Cluster, 'close'>;

@@ -114,7 +114,7 @@ describe.each(BACKENDS)('code store on $name', (backend) => {
     ]);
   });
 
-  it('the result outbox: a settlement with a tab event is owed until marked announced; one without never is', async () => {
+  it('the result outbox: a settlement with a tab event is owed until marked published; one without never is', async () => {
     const owedAt = NOW + 5_000;
     await s.store.codes.insert(code('owed-1', { tabId: 'tab-owed', sessionHash: 's1' }));
     await s.store.codes.insert(code('owed-2', { tabId: 'tab-owed', sessionHash: 's1' }));
@@ -124,17 +124,17 @@ describe.each(BACKENDS)('code store on $name', (backend) => {
     await s.store.codes.settle('owed-1', { state: 'approved', legalId: 'l', now: owedAt + 1, tabEvent: { type: 'SignatureReceived', data: { n: 1 } } });
     await s.store.codes.settle('no-event', { state: 'approved', legalId: 'l', now: owedAt + 1 });
     // Oldest first; the window's end is exclusive; another node sees the same rows.
-    expect(await s.other.codes.unannounced(owedAt, owedAt + 3, 10)).toEqual([
+    expect(await s.other.codes.unpublished(owedAt, owedAt + 3, 10)).toEqual([
       { code: 'owed-1', tabId: 'tab-owed', sessionHash: 's1', signedAt: owedAt + 1, event: { type: 'SignatureReceived', data: { n: 1 } } },
       { code: 'owed-2', tabId: 'tab-owed', sessionHash: 's1', signedAt: owedAt + 2, event: { type: 'SignatureRejected', data: { n: 2 } } },
     ]);
-    expect((await s.other.codes.unannounced(owedAt, owedAt + 2, 10)).map((r) => r.code)).toEqual(['owed-1']);
-    expect((await s.other.codes.unannounced(owedAt, owedAt + 3, 1)).map((r) => r.code)).toEqual(['owed-1']);
-    expect(await s.store.codes.get('owed-1')).toMatchObject({ tabEvent: { type: 'SignatureReceived', data: { n: 1 } }, announced: false });
-    await s.other.codes.markAnnounced('owed-1', owedAt + 10);
-    expect((await s.store.codes.unannounced(owedAt, owedAt + 3, 10)).map((r) => r.code)).toEqual(['owed-2']);
-    expect(await s.store.codes.get('owed-1')).toMatchObject({ announced: true });
-    expect(await s.store.codes.get('no-event')).toMatchObject({ announced: true });
+    expect((await s.other.codes.unpublished(owedAt, owedAt + 2, 10)).map((r) => r.code)).toEqual(['owed-1']);
+    expect((await s.other.codes.unpublished(owedAt, owedAt + 3, 1)).map((r) => r.code)).toEqual(['owed-1']);
+    expect(await s.store.codes.get('owed-1')).toMatchObject({ tabEvent: { type: 'SignatureReceived', data: { n: 1 } }, published: false });
+    await s.other.codes.markPublished('owed-1', owedAt + 10);
+    expect((await s.store.codes.unpublished(owedAt, owedAt + 3, 10)).map((r) => r.code)).toEqual(['owed-2']);
+    expect(await s.store.codes.get('owed-1')).toMatchObject({ published: true });
+    expect(await s.store.codes.get('no-event')).toMatchObject({ published: true });
     expect(await s.store.codes.get('no-event')).not.toHaveProperty('tabEvent');
   });
 

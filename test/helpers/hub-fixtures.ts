@@ -1,6 +1,5 @@
 import pino from 'pino';
 import type { DeliveryFallback } from '../../src/bus/bus.js';
-import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { ManualClock } from '../../src/clock.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
@@ -27,7 +26,7 @@ export class FakeConnection implements TabConnection {
   }
 }
 
-/** One macrotask: lets bus announcements and per-tab writes settle. */
+/** One macrotask: lets the broker's announcements and per-tab writes settle. */
 export const tick = () => new Promise((r) => setTimeout(r, 0));
 
 /** Two sessions holding the same tab id: an event must only ever reach its own. */
@@ -37,7 +36,7 @@ export const B: TabAddress = { tabId: 'tab-1', session: 'session-b' };
 /** A distinct agent-message fallback, told apart by `n` in its content. */
 export const fallback = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'a@b', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
 
-/** A one-node hub on a memory broker and bus, recording what it forgets, releases, falls back and drops. */
+/** A one-node hub on a memory broker, recording what it forgets, releases, falls back and drops. */
 export function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; outboxLimit?: number; greeting?: { type: string; data: unknown } } = {}) {
   const clock = o.clock ?? new ManualClock();
   const forgotten: TabAddress[] = [];
@@ -46,7 +45,6 @@ export function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; ou
   const dropped: Partial<Record<DropReason, number>> = {};
   const broker = new MemoryBroker({ limit: o.outboxLimit ?? 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
   const hub = new Hub({
-    bus: new MemoryBus(),
     broker,
     node: 'node-1',
     presenceTtlMs: 1e12,

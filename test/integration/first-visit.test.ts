@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
-import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { ManualClock } from '../../src/clock.js';
 import { FIRST_VISIT_TICKET_MS } from '../../src/hub/first-visit.js';
@@ -124,7 +123,7 @@ describe('TabRegistry.firstVisitSession (bounds)', () => {
     purgeUnseen: async () => 0,
   };
   const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
-  const hub = new Hub({ bus: new MemoryBus(), broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined });
+  const hub = new Hub({ broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined });
   const registry = new TabRegistry({ tabs, codes: { recentTabEvents: async () => [] }, hub, clock, resultReplayMs: 60_000, registrationWaitMs: 300, tabIdleMs: 60_000 });
   const socket = (): TabConnection => ({ transport: 'websocket', open: true, send: () => true, close: () => undefined });
   const PAGE = 'https://shop.example';

@@ -11,10 +11,9 @@ describe('Hub: two nodes on one broker (a cluster)', () => {
   function twoNodes() {
     const clock = new ManualClock();
     const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 });
-    const bus = new MemoryBus();
     const forgotten: TabAddress[] = [];
     const node = (name: string) =>
-      new Hub({ bus, broker, node: name, presenceTtlMs: 30_000, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, onForget: (a) => forgotten.push(a) });
+      new Hub({ broker, node: name, presenceTtlMs: 30_000, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, onForget: (a) => forgotten.push(a) });
     return { clock, broker, one: node('node-1'), two: node('node-2'), forgotten };
   }
 
@@ -117,9 +116,25 @@ describe('MemoryBus', () => {
       throw new Error('subscriber bug');
     });
     bus.subscribe((m) => got.push(m.kind));
-    await bus.publish({ kind: 'event', to: A, frame: { type: 'E', data: null, id: 1 } });
+    await bus.publish({ kind: 'xmpp-sent', requestId: 'r-1', to: 'node-1', outcome: 'sent' });
     await tick();
-    expect(got).toEqual(['event']);
+    expect(got).toEqual(['xmpp-sent']);
+    expect(errors).toHaveLength(1);
+  });
+});
+
+describe('MemoryBroker announcements', () => {
+  it('a throwing listener neither crashes the process nor keeps other listeners (the hubs) from the event', async () => {
+    const errors: unknown[] = [];
+    const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 }, { error: (o: unknown) => errors.push(o) });
+    const got: number[] = [];
+    broker.subscribe(() => {
+      throw new Error('listener bug');
+    });
+    broker.subscribe((a) => got.push(a.frame.id));
+    const { frame } = await broker.publish(A, { type: 'E', data: null }, 1_000);
+    await tick();
+    expect(got).toEqual([frame!.id]);
     expect(errors).toHaveLength(1);
   });
 });

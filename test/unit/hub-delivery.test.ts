@@ -3,7 +3,7 @@ import { MAX_CONNECTIONS_PER_TAB } from '../../src/hub/hub.js';
 import { A, B, FakeConnection, makeHub, tick } from '../helpers/hub-fixtures.js';
 
 describe('Hub', () => {
-  it('delivers through the bus to the attached connection, in order, with ids', async () => {
+  it('delivers what the broker announces to the attached connection, in order, with ids', async () => {
     const { hub } = makeHub();
     const conn = new FakeConnection();
     await hub.attach(A, conn);

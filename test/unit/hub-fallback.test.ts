@@ -1,6 +1,5 @@
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
-import { MemoryBus } from '../../src/bus/memory-bus.js';
 import { ManualClock } from '../../src/clock.js';
 import { Hub, type DropReason } from '../../src/hub/hub.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
@@ -92,7 +91,7 @@ describe('Hub: a broker that cannot be reached', () => {
       publish: (...args: Parameters<MemoryBroker['publish']>) => (down ? Promise.reject(new Error('connection refused')) : memory.publish(...args)),
     });
     const dropped: Partial<Record<DropReason, number>> = {};
-    const hub = new Hub({ bus: new MemoryBus(), broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) } });
+    const hub = new Hub({ broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) } });
     const conn = new FakeConnection();
     await hub.attach(A, conn);
     down = true;

@@ -1,6 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
-import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnannouncedResult } from '../stores.js';
+import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from '../stores.js';
 import { callbackInsertSql, toCallbackRow } from './callback-store.js';
 import type { SqlFlavour } from './flavour.js';
 import { commitQueue, GroupCommit, outboxCommitQueue, withParameters } from './group-commit.js';
@@ -33,7 +33,7 @@ const toCode = (row: Selectable<CodesTable>): LoginCode => ({
   bindingHash: row.binding_hash,
   // Only a settled code has these (a pending one reads as it was inserted).
   ...(row.tab_event === null ? {} : { tabEvent: JSON.parse(row.tab_event) as TabEventRecord['event'] }),
-  ...(row.signed_at === null ? {} : { announced: row.announced_at !== null }),
+  ...(row.signed_at === null ? {} : { published: row.announced_at !== null }),
 });
 
 const toRow = (c: LoginCode): Insertable<CodesTable> => ({
@@ -95,11 +95,12 @@ export class SqlCodeStore implements CodeStore {
     // second of two concurrent updates waits for the first's row lock, then re-checks `state = 'pending'`
     // on the committed row (READ COMMITTED) and changes nothing: exactly one wins on any number of nodes.
     // A tab event is owed from this commit on (announced_at null: the result outbox), whatever happens next.
-    const announcedAt = o.tabEvent === undefined ? o.now : null;
+    // The column keeps the name deployed databases have (migration 0012); it marks the event published.
+    const publishedAt = o.tabEvent === undefined ? o.now : null;
     const settle = (db: Kysely<Database>) =>
       db
         .updateTable('codes')
-        .set({ state: o.state, legal_id: o.legalId, signed_at: o.now, tab_event: o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent), announced_at: announcedAt })
+        .set({ state: o.state, legal_id: o.legalId, signed_at: o.now, tab_event: o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent), announced_at: publishedAt })
         .where('code', '=', code)
         .where('state', '=', 'pending')
         .where('expires_at', '>', o.now)
@@ -114,7 +115,7 @@ export class SqlCodeStore implements CodeStore {
     const tabEvent = o.tabEvent === undefined ? null : JSON.stringify(o.tabEvent);
     const [settled] = await outboxCommitQueue(this.db, this.flavour).write([
       // Parameters in the compiled statement's order: set state, legal_id, signed_at, tab_event, announced_at; where code, state, expires_at.
-      { sql: sql.settle, params: [o.state, o.legalId, o.now, tabEvent, announcedAt, code, 'pending', o.now] },
+      { sql: sql.settle, params: [o.state, o.legalId, o.now, tabEvent, publishedAt, code, 'pending', o.now] },
       // Runs only when the code was settled (see Write).
       { sql: sql.insertCallback, params: Object.values(toCallbackRow(callback.callback, callback.leaseUntil ?? null)) },
     ]);
@@ -157,7 +158,7 @@ export class SqlCodeStore implements CodeStore {
     return rows.map((r) => ({ code: r.code, signedAt: Number(r.signed_at), event: JSON.parse(r.tab_event!) as TabEventRecord['event'] }));
   }
 
-  async unannounced(since: number, before: number, limit: number): Promise<UnannouncedResult[]> {
+  async unpublished(since: number, before: number, limit: number): Promise<UnpublishedResult[]> {
     // The partial index codes_unannounced holds exactly the owed rows, so this reads only those.
     const rows = await this.db
       .selectFrom('codes')
@@ -177,7 +178,7 @@ export class SqlCodeStore implements CodeStore {
     );
   }
 
-  async markAnnounced(code: string, now: number): Promise<void> {
+  async markPublished(code: string, now: number): Promise<void> {
     await this.db.updateTable('codes').set({ announced_at: now }).where('code', '=', code).where('announced_at', 'is', null).execute();
   }
 
