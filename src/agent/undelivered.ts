@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { DeliveryFallback } from '../broker/broker.js';
 import type { MessageStore } from '../store/stores.js';
 
 /**

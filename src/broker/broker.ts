@@ -1,6 +1,16 @@
-import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
+import type { StoredMessage } from '../store/stores.js';
+
+/**
+ * Where an event goes when it cannot reach its tab (no live connection, buffer overflow or age):
+ * plain data, so it travels on any bus. Events without one are simply lost after their bounds
+ * (docs/events.md "Event streams": browser delivery is not durable).
+ */
+export type DeliveryFallback = {
+  /** An XMPP message routed to a handler: stored for the account's PopMessages instead. */
+  kind: 'agent-message';
+} & Omit<StoredMessage, 'id'>;
 
 /**
  * The broker owns what a tab's events need beyond one process (docs/events.md "Event streams"): the

@@ -1,9 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { DeliveryFallback } from '../bus/bus.js';
+import { type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type DeliveryFallback, epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, type PublishOutcome, resumePoint, type StreamRead } from './broker.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
-import { epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, resumePoint, type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type PublishOutcome, type StreamRead } from './broker.js';
 
 interface Entry {
   frame: EventFrame;

@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { DeliveryFallback } from '../bus/bus.js';
 import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { RedisConnection } from '../redis/connection.js';
@@ -14,6 +13,7 @@ import {
   type AnnouncementListener,
   type Broker,
   type BrokerBounds,
+  type DeliveryFallback,
   type PublishOutcome,
   type StreamRead,
 } from './broker.js';

@@ -1,15 +1,4 @@
 import type { OutboundMessage } from '../protocol/xmpp-message.js';
-import type { StoredMessage } from '../store/stores.js';
-
-/**
- * Where an event goes when it cannot reach its tab (no live connection, buffer overflow or age):
- * plain data, so it travels on any bus. Events without one are simply lost after their bounds
- * (docs/events.md "Event streams": browser delivery is not durable).
- */
-export type DeliveryFallback = {
-  /** An XMPP message routed to a handler: stored for the account's PopMessages instead. */
-  kind: 'agent-message';
-} & Omit<StoredMessage, 'id'>;
 
 /**
  * Requests between nodes. Discriminated by `kind`; handlers switch exhaustively. Tab events do not travel

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Broker } from '../broker/broker.js';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { DeliveryFallback } from '../broker/broker.js';
 import { disconnects } from './disconnect.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';

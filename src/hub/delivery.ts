@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { DeliveryFallback } from '../broker/broker.js';
 import type { TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';
 

@@ -1,6 +1,5 @@
 import type { Logger } from 'pino';
-import type { Broker } from '../broker/broker.js';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { Broker, DeliveryFallback } from '../broker/broker.js';
 import type { Clock } from '../clock.js';
 import type { TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';
@@ -17,12 +16,6 @@ export interface HubCounters {
 }
 
 export interface HubOptions {
-  /**
-   * Not used: events reach the hub from the broker (broker.ts `subscribe`). Accepted only while the
-   * wiring still passes it; goes with that.
-   * @deprecated
-   */
-  bus?: unknown;
   /** The tabs' streams and presence; the hub publishes events there and writes what it announces. */
   broker: Broker;
   /** This node's name in the broker's presence (unique per process). */

@@ -1,5 +1,4 @@
-import type { Announcement } from '../broker/broker.js';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { Announcement, DeliveryFallback } from '../broker/broker.js';
 import { disconnects } from './disconnect.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';

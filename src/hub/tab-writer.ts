@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { NONE_AWAITING, type Broker, type StreamRead } from '../broker/broker.js';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { DeliveryFallback } from '../broker/broker.js';
 import { EventTypes } from '../protocol/events.js';
 import type { EventFrame } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { DeliveryFallback } from '../bus/bus.js';
+import type { DeliveryFallback } from '../broker/broker.js';
 import { serveWebSocket } from '../channel/websocket.js';
 import { WebSocketUpgrade } from '../channel/websocket-upgrade.js';
 import { decideUpgrade, eventsRoutes } from '../http/events-routes.js';
@@ -77,7 +77,7 @@ export interface EventsAreaDeps {
  * every page in its greeting.
  */
 export function createEventsArea(config: Config, instanceId: string, { shared, clock, metrics, log, hooks }: EventsAreaDeps): EventsArea {
-  const { store, bus, broker } = shared;
+  const { store, broker } = shared;
   // Store writes the hub's hooks start and nobody awaits: the store must stay open until they are done.
   const writes = new Set<Promise<void>>();
   const track = (write: Promise<void>): void => {
@@ -85,7 +85,6 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
     writes.add(tracked);
   };
   const hub: Hub = new Hub({
-    bus,
     broker,
     node: shared.nodeId,
     clock,

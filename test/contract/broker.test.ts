@@ -4,7 +4,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Announcement, Broker, BrokerBounds } from '../../src/broker/broker.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
 import { EVENTS_CHANNEL, RedisBroker } from '../../src/broker/redis-broker.js';
-import type { DeliveryFallback } from '../../src/bus/bus.js';
+import type { DeliveryFallback } from '../../src/broker/broker.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
 import { startRedis, testConnection, testPrefix, type RedisServer } from '../helpers/redis.js';

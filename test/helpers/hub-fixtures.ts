@@ -1,5 +1,5 @@
 import pino from 'pino';
-import type { DeliveryFallback } from '../../src/bus/bus.js';
+import type { DeliveryFallback } from '../../src/broker/broker.js';
 import { ManualClock } from '../../src/clock.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { TabConnection } from '../../src/hub/connection.js';
