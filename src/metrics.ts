@@ -84,7 +84,7 @@ export function createMetrics() {
     }),
     signatureDelivery: new Histogram({
       name: 'tabwire_signature_delivery_seconds',
-      help: 'From a signature arriving to its result or rejection in the tab\'s event stream and announced to every node (browser-only mode)',
+      help: 'From a signature arriving to its result or rejection in the tab\'s event stream, every node told of it (browser-only mode)',
       labelNames: ['outcome'] as const,
       buckets: DELIVERY_BUCKETS,
       registers: [registry],

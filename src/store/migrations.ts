@@ -234,7 +234,7 @@ const migrations: Record<string, Migration> = {
       // null while the event is owed to the tab's stream. Codes settled before this version were published (or replayed) by it.
       await db.schema.alterTable('codes').addColumn('announced_at', 'bigint').execute();
       await db.updateTable('codes').set((eb) => ({ announced_at: eb.ref('signed_at') })).where('signed_at', 'is not', null).execute();
-      // Only what is owed is indexed: pending codes (signed_at null) and announced ones cost no entry.
+      // Only what is owed is indexed: pending codes (signed_at null) and published ones cost no entry.
       await db.schema
         .createIndex('codes_unannounced')
         .on('codes')
