@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from '../helpers/until.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
@@ -30,7 +31,7 @@ it('/docs renders the operations with no CSP violation and no request to another
   });
   await page.goto(`${service.baseUrl}/docs/`);
   // Swagger UI renders one .opblock per operation once it has loaded the document.
-  await page.waitForSelector('.opblock', { timeout: 20_000 });
+  await page.waitForSelector('.opblock', { timeout: DEADLINE_MS });
   const operations = await page.locator('.opblock').count();
   const documented = Object.values((await (await fetch(`${service.baseUrl}/openapi.json`)).json() as { paths: Record<string, object> }).paths).reduce(
     (n, item) => n + Object.keys(item).length,

@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from '../helpers/until.js';
 import { mkdirSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -62,7 +63,7 @@ describe('the demo page in Chromium', () => {
     const tabId = await tabIdOf(page);
     for (const socket of rig.service.app.websocketServer.clients) socket.terminate();
     await deliverToTab(rig.service, tabId, { type: 'Probe', data: 'while-cut' });
-    await page.waitForFunction(() => (window as any).probes.length >= 1, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).probes.length >= 1, undefined, { timeout: DEADLINE_MS });
     await deliverToTab(rig.service, tabId, { type: 'Probe', data: 'after' });
     // A marker last: the tab's events arrive in order, so once it is in, a duplicate of either would be too.
     await deliverToTab(rig.service, tabId, { type: 'Probe', data: 'marker' });
@@ -127,7 +128,7 @@ describe('a page written for the reference clients', () => {
       }),
     );
     await page.goto(`${rig.service.baseUrl}/reference-page.html`);
-    await page.waitForFunction(() => (window as any).signUrl !== undefined, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).signUrl !== undefined, undefined, { timeout: DEADLINE_MS });
     const signUrl = await page.evaluate(() => (window as any).signUrl as string);
     const approved = await fetch(`${signUrl}/Dev`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"decision":"approve"}' });
     expect(approved.status).toBe(200);
@@ -189,7 +190,7 @@ describe('page on host A, tabwire on host B, over HTTPS', () => {
     const context = await rig.browser.newContext({ ignoreHTTPSErrors: true });
     const page = await context.newPage();
     await page.goto(`${pageOrigin}/`);
-    await page.waitForFunction(() => (window as any).qr !== undefined, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).qr !== undefined, undefined, { timeout: DEADLINE_MS });
     expect(await transportOf(page)).toBe('websocket');
     const qr = await page.evaluate(() => (window as any).qr);
     expect(qr.signUrl).toMatch(new RegExp(`^https://${HOST_B}:\\d+/QuickLogin/Sign/`));

@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from '../helpers/until.js';
 import { describe, expect, it } from 'vitest';
 import type { BrowserContext, Page } from 'playwright-core';
 import { useServiceAndChromium } from '../helpers/browser.js';
@@ -59,14 +60,14 @@ describe('the QuickLogin helper in Chromium', () => {
     const context = await rig.browser.newContext();
     const page = await helperPage(context, { mode: 'base64', refreshMs: 250 });
     const requests = countQrRequests(page);
-    await page.waitForFunction(() => (window as any).log.codes.length >= 3, undefined, { timeout: 20_000 });
+    await page.waitForFunction(() => (window as any).log.codes.length >= 3, undefined, { timeout: DEADLINE_MS });
     const before = await logOf(page);
     expect(new Set(before.codes.map((c) => c.signUrl)).size).toBe(before.codes.length);
     expect(before.codes[0]!.base64).toMatch(/^iVBOR/);
     expect(before.errors).toEqual([]);
 
     expect((await decide(before.codes.at(-1)!.signUrl, 'approve')).status).toBe(200);
-    await page.waitForFunction(() => (window as any).log.results.length === 1, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).log.results.length === 1, undefined, { timeout: DEADLINE_MS });
     const atResult = await logOf(page);
     const requestsAtResult = requests();
     expect(atResult.results[0]).toMatchObject({ Purpose: 'Helper login', Properties: { FIRST: 'Ada' } });
@@ -82,17 +83,17 @@ describe('the QuickLogin helper in Chromium', () => {
   it('calls onRejected and goes on with new codes; SignatureReceivedBE calls onBackendDone and stops', async () => {
     const context = await rig.browser.newContext();
     const page = await helperPage(context, { mode: 'text', refreshMs: 250 });
-    await page.waitForFunction(() => (window as any).log.codes.length >= 1, undefined, { timeout: 20_000 });
+    await page.waitForFunction(() => (window as any).log.codes.length >= 1, undefined, { timeout: DEADLINE_MS });
     const first = (await logOf(page)).codes[0]!;
     expect(first.text).toContain('█');
     expect((await decide(first.signUrl, 'reject')).status).toBe(200);
-    await page.waitForFunction(() => (window as any).log.rejected.length === 1, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).log.rejected.length === 1, undefined, { timeout: DEADLINE_MS });
     const atRejection = (await logOf(page)).codes.length;
-    await page.waitForFunction((n) => (window as any).log.codes.length >= n + 2, atRejection, { timeout: 15_000 });
+    await page.waitForFunction((n) => (window as any).log.codes.length >= n + 2, atRejection, { timeout: DEADLINE_MS });
     expect(await page.evaluate(() => (window as any).login.running)).toBe(true);
 
     await deliverToTab(rig.service, await page.evaluate(() => (window as any).Events.tabId as string), { type: 'SignatureReceivedBE', data: '' });
-    await page.waitForFunction(() => (window as any).log.backend === 1, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).log.backend === 1, undefined, { timeout: DEADLINE_MS });
     expect(await page.evaluate(() => (window as any).login.running)).toBe(false);
     const atDone = (await logOf(page)).codes.length;
     await page.evaluate(() => (window as any).pageWait(1000));
@@ -104,7 +105,7 @@ describe('the QuickLogin helper in Chromium', () => {
 async function openDemo(context: BrowserContext): Promise<Page> {
   const page = await context.newPage();
   await page.goto(`${rig.service.baseUrl}/`);
-  await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).src.includes('/QuickLogin/Qr/'), undefined, { timeout: 20_000 });
+  await page.waitForFunction(() => (document.getElementById('qr') as HTMLImageElement).src.includes('/QuickLogin/Qr/'), undefined, { timeout: DEADLINE_MS });
   return page;
 }
 
@@ -135,11 +136,11 @@ describe('the demo page', () => {
     const page = await openDemo(context);
     const signUrl = (await page.getAttribute('#same-device', 'href'))!;
     expect((await decide(signUrl, 'reject')).status).toBe(200);
-    await page.waitForFunction(() => /rejected/i.test(document.getElementById('status')!.textContent ?? ''), undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => /rejected/i.test(document.getElementById('status')!.textContent ?? ''), undefined, { timeout: DEADLINE_MS });
     // Two more codes (the demo asks every 2 s) and the message is still there.
     for (let i = 0; i < 2; i++) {
       const src = await page.getAttribute('#qr', 'src');
-      await page.waitForFunction((old) => document.getElementById('qr')!.getAttribute('src') !== old, src, { timeout: 15_000 });
+      await page.waitForFunction((old) => document.getElementById('qr')!.getAttribute('src') !== old, src, { timeout: DEADLINE_MS });
     }
     expect(await statusOf(page)).toMatch(/rejected/i);
     // Opening the approval page is the next action.

@@ -5,7 +5,7 @@ import { approveAt, expectLoginThroughSlowHandshake, expectNoAlert } from '../he
 import { referenceBrowser } from '../helpers/reference-browser.js';
 import { recordDialogs, referencePageHtml, routeReferencePage } from '../helpers/reference-page.js';
 import { freePort, startService, type TestService } from '../helpers/service.js';
-import { until } from '../helpers/until.js';
+import { until, DEADLINE_MS } from '../helpers/until.js';
 
 // docs/events.md "A first visit without the cookie": a browser that never met the service opens a page that
 // carries its own copy of the event scripts (nothing from the service hands out the session cookie first),
@@ -77,7 +77,7 @@ describe('a first visit to a page with its own copy of the scripts, handshake he
         if (request.method() === 'POST' && new URL(request.url()).pathname === '/QuickLogin') void request.allHeaders().then((h) => qrCookies.push(h.cookie));
       });
       await page.goto(`${origin}/site/login.html`);
-      await page.waitForFunction(() => (window as any).__answer !== undefined, undefined, { timeout: 20_000 });
+      await page.waitForFunction(() => (window as any).__answer !== undefined, undefined, { timeout: DEADLINE_MS });
       const answer = await page.evaluate(() => (window as any).__answer as { status: number; body: { signUrl?: string; text?: string } });
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       expect(answer.body.text, 'a code to show').toBeTruthy();

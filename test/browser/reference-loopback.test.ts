@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from '../helpers/until.js';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launchChromium } from '../helpers/browser.js';
@@ -39,11 +40,11 @@ describe('localhost and 127.0.0.1 both work on a loopback deployment (publicBase
         .waitForFunction(() => {
           const img = document.getElementById('qr') as HTMLImageElement;
           return img.complete && img.naturalWidth > 0;
-        }, undefined, { timeout: 15_000 })
+        }, undefined, { timeout: DEADLINE_MS })
         .then(() => true, () => false);
       expect(shown, `${origin}: no QR code shown; status: ${await page.textContent('#status')}`).toBe(true);
       await approve((await page.getAttribute('#same-device', 'href'))!);
-      await page.waitForSelector('#result:not([hidden])', { timeout: 20_000 });
+      await page.waitForSelector('#result:not([hidden])', { timeout: DEADLINE_MS });
       expect(await page.textContent('#identity')).toContain('Ada');
       await context.close();
     }

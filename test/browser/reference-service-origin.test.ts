@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from '../helpers/until.js';
 import { mkdirSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDelayProxy, type DelayProxy } from '../helpers/delay-proxy.js';
@@ -150,7 +151,7 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
       const page = await context.newPage();
       await page.goto(`${origin}/`);
       // The page's own first second is over (its clock, not the test's).
-      await page.waitForFunction(() => performance.now() >= 1000, undefined, { timeout: 20_000 });
+      await page.waitForFunction(() => performance.now() >= 1000, undefined, { timeout: DEADLINE_MS });
       mkdirSync('tmp/screenshots', { recursive: true });
       await page.screenshot({ path: 'tmp/screenshots/demo-first-second.png' });
       const atOneSecond = await page.evaluate(() => {
@@ -165,7 +166,7 @@ describe('page at the service origin, loopback deployment (behind a proxy that c
           return (img.complete && img.naturalWidth > 0) || demo.imageErrors.length > 0 || /could not/i.test(document.getElementById('status')!.textContent ?? '');
         },
         undefined,
-        { timeout: 20_000 },
+        { timeout: DEADLINE_MS },
       );
       const demo = await page.evaluate(() => (window as any).__demo as { statuses: string[]; imageErrors: string[]; brokenFrames: unknown[] });
       const errors = demo.statuses.filter((s) => /could not|error|fail|not allowed|missing/i.test(s));

@@ -3,6 +3,7 @@ import { afterAll, beforeAll } from 'vitest';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { startService, type TestService } from './service.js';
 import { HOST_A, HOST_B } from './tls.js';
+import { DEADLINE_MS } from './until.js';
 
 export { HOST_A, HOST_B, selfSignedCertificate } from './tls.js';
 
@@ -21,18 +22,39 @@ const LAUNCH = {
   ],
 };
 
+/**
+ * Pages and contexts of `browser` wait up to DEADLINE_MS for a navigation, a selector or a function instead of
+ * Playwright's 30 s: a loaded 2-core machine once took longer than that to load the wallet behind nginx.
+ */
+function withDeadlines(browser: Browser): Browser {
+  const newContext = browser.newContext.bind(browser);
+  const newPage = browser.newPage.bind(browser);
+  browser.newContext = async (...args) => {
+    const context = await newContext(...args);
+    context.setDefaultTimeout(DEADLINE_MS);
+    return context;
+  };
+  browser.newPage = async (...args) => {
+    const page = await newPage(...args);
+    page.setDefaultTimeout(DEADLINE_MS);
+    return page;
+  };
+  return browser;
+}
+
 /** Debian's Chromium (installed by scripts/test), headless, with the flags this closed network needs. */
 export async function launchChromium(o: { resolveToLoopback?: string[] } = {}): Promise<Browser> {
-  if (!o.resolveToLoopback?.length) return chromium.launch(LAUNCH);
+  if (!o.resolveToLoopback?.length) return withDeadlines(await chromium.launch(LAUNCH));
   // More names that resolve to this machine (e.g. a proxy's public name); the rules flag is given once.
   const names = [HOST_A, HOST_B, ...o.resolveToLoopback].map((name) => `MAP ${name} 127.0.0.1`).join(', ');
-  return chromium.launch({ ...LAUNCH, args: [...LAUNCH.args.filter((a) => !a.startsWith('--host-resolver-rules=')), `--host-resolver-rules=${names}`] });
+  const args = [...LAUNCH.args.filter((a) => !a.startsWith('--host-resolver-rules=')), `--host-resolver-rules=${names}`];
+  return withDeadlines(await chromium.launch({ ...LAUNCH, args }));
 }
 
 /** The same Chromium as a process the test can kill (SIGKILL: no pagehide, no Unregister, no clean close). */
 export async function launchKillableChromium(): Promise<{ browser: Browser; kill: () => Promise<void> }> {
   const server = await chromium.launchServer(LAUNCH);
-  const browser = await chromium.connect(server.wsEndpoint());
+  const browser = withDeadlines(await chromium.connect(server.wsEndpoint()));
   return { browser, kill: () => server.kill() };
 }
 
@@ -60,7 +82,7 @@ export function useServiceAndChromium(overrides: Partial<ConfigInput> = {}): { s
 export async function launchSignallableChromium(): Promise<{ browser: Browser; signal: (signal: NodeJS.Signals) => void; kill: () => Promise<void> }> {
   const server = await chromium.launchServer(LAUNCH);
   const pid = server.process().pid!;
-  const browser = await chromium.connect(server.wsEndpoint());
+  const browser = withDeadlines(await chromium.connect(server.wsEndpoint()));
   // Playwright starts the browser as the leader of its own process group (renderers and utilities inherit it).
   return { browser, signal: (signal) => process.kill(-pid, signal), kill: () => server.kill() };
 }

@@ -9,7 +9,7 @@ import { launchSignallableChromium } from '../helpers/browser.js';
 import { post } from '../helpers/http.js';
 import { startProsody, type ProsodyServer } from '../helpers/prosody.js';
 import { startService, type TestService } from '../helpers/service.js';
-import { until } from '../helpers/until.js';
+import { until, DEADLINE_MS } from '../helpers/until.js';
 import { startXmppClient, type TestXmppClient } from '../helpers/xmpp-client.js';
 
 /**
@@ -179,7 +179,7 @@ describe('the same in Chromium (the page\'s Events.js, the browser answering pin
     // A first message there and confirmed: the page's connection is up and settled (not between two
     // connections) before the test freezes or kills the browser.
     await sendToAgent('warm-up');
-    await page.waitForFunction(() => (window as any).got.length === 1, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).got.length === 1, undefined, { timeout: DEADLINE_MS });
     await until(() => hub().state(address)?.awaitingConfirmation === 0, 'the warm-up confirmed');
     await page.evaluate(() => ((window as any).got = []));
     return { chromium, page, address };
@@ -210,7 +210,7 @@ describe('the same in Chromium (the page\'s Events.js, the browser answering pin
   it('a live Chromium page gets the message once and PopMessages stays empty', async () => {
     const { page, address } = await chromiumTab();
     await sendToAgent('to a live page');
-    await page.waitForFunction(() => (window as any).got.length === 1, undefined, { timeout: 15_000 });
+    await page.waitForFunction(() => (window as any).got.length === 1, undefined, { timeout: DEADLINE_MS });
     await until(() => hub().state(address)?.awaitingConfirmation === 0, 'the pong');
     passDeadline();
     expect(await pop()).toEqual([]);

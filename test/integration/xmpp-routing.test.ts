@@ -1,3 +1,4 @@
+import { DEADLINE_MS } from '../helpers/until.js';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,7 +73,7 @@ describe('XMPP through Prosody', () => {
     expect(registered.body).toEqual({});
 
     await human.send(chat(agentJid(), 'hello agent', xml('x', { xmlns: 'urn:test:x', level: '2' }, 'payload')));
-    await page.waitForFunction(() => (window as any).got !== undefined, undefined, { timeout: 10_000 });
+    await page.waitForFunction(() => (window as any).got !== undefined, undefined, { timeout: DEADLINE_MS });
     const got = await page.evaluate(() => (window as any).got);
     expect(got.from).toMatch(/^human@xmpp\.test\//);
     expect(got.to).toBe(agentJid());
