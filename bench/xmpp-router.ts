@@ -154,7 +154,7 @@ export const xmppRouter: Benchmark = {
 
         const log = pino({ level: 'silent' });
         const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 600_000 });
-        hub = new Hub({ broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
+        hub = new Hub({ broker, clock: systemClock, log, onFallback: () => undefined }, { node: 'bench', tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000 });
         const connections = new Map<string, CountingConnection>();
         for (let a = 0; a < ACCOUNTS; a++) {
           for (let t = 0; t < TABS_PER_ACCOUNT; t++) {
