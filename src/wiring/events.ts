@@ -116,17 +116,17 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
     },
   );
   metrics.watchHub(() => hub.snapshot());
-  const registry = new TabRegistry({
-    tabs: store.tabs,
-    codes: store.codes,
-    hub,
-    clock,
-    resultReplayMs: config.outboxMaxAgeSeconds * 1000,
-    registrationWaitMs: TAB_REGISTRATION_WAIT_MS,
-    tabIdleMs: config.tabIdleSeconds * 1000,
-    // Redis errors of the broker are an outage of the shared state (docs/redis.md "During a Redis outage").
-    ...(shared.redis ? { sharedUnavailable: redisUnavailable } : {}),
-  });
+  const registry = new TabRegistry(
+    {
+      tabs: store.tabs,
+      codes: store.codes,
+      hub,
+      clock,
+      // Redis errors of the broker are an outage of the shared state (docs/redis.md "During a Redis outage").
+      ...(shared.redis ? { sharedUnavailable: redisUnavailable } : {}),
+    },
+    { resultReplayMs: config.outboxMaxAgeSeconds * 1000, registrationWaitMs: TAB_REGISTRATION_WAIT_MS, tabIdleMs: config.tabIdleSeconds * 1000 },
+  );
   const timers = intervals(
     [() => hub.sweep(), HUB_SWEEP_MS],
     [() => hub.checkConfirmations(), CONFIRM_CHECK_MS],
