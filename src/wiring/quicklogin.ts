@@ -82,30 +82,34 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
   });
   // The metric's two children, looked up once rather than per QR request.
   const answersMade = { ahead: metrics.qrAnswers.labels('ahead'), on_request: metrics.qrAnswers.labels('on_request') };
-  const quickLogin = new QuickLogin({
-    backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
-    store,
-    delivery: hub,
-    clock,
-    signer,
-    log: log.child({ module: 'quicklogin' }),
-    publicBaseUrl: config.publicBaseUrl,
-    codeValidityMs: config.codeValiditySeconds * 1000,
-    codeScanSeconds: config.codeScanSeconds,
-    modulePixels: config.qrModulePixels,
-    encoderThread: config.qrEncoderThread,
-    countAnswer: (made) => answersMade[made].inc(),
-    allowCookielessQrRequests: config.allowCookielessQrRequests,
-    awaitTab: (tabId) => registry.awaitRegistration(tabId),
-    firstVisit: (tabId, origin) => registry.firstVisitSession(tabId, origin),
-    ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
-    issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
-    // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.
-    timeSignature: () => {
-      const stop = metrics.signatureDelivery.startTimer();
-      return (outcome) => void stop({ outcome });
+  const quickLogin = new QuickLogin(
+    {
+      backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
+      store,
+      delivery: hub,
+      clock,
+      signer,
+      log: log.child({ module: 'quicklogin' }),
+      countAnswer: (made) => answersMade[made].inc(),
+      awaitTab: (tabId) => registry.awaitRegistration(tabId),
+      firstVisit: (tabId, origin) => registry.firstVisitSession(tabId, origin),
+      ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
+      issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
+      // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.
+      timeSignature: () => {
+        const stop = metrics.signatureDelivery.startTimer();
+        return (outcome) => void stop({ outcome });
+      },
     },
-  });
+    {
+      publicBaseUrl: config.publicBaseUrl,
+      codeValidityMs: config.codeValiditySeconds * 1000,
+      codeScanSeconds: config.codeScanSeconds,
+      modulePixels: config.qrModulePixels,
+      encoderThread: config.qrEncoderThread,
+      allowCookielessQrRequests: config.allowCookielessQrRequests,
+    },
+  );
   // Results owed to tabs by settlements whose node died before publishing them (docs/events.md
   // "Results reach the page once").
   const outbox = new ResultOutbox({
