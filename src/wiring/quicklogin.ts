@@ -63,23 +63,20 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
   const { store, hub, registry, signer, accounts, devIdentity, clock, metrics, log, leases } = deps;
   const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
   const resolve = deps.resolve ?? systemResolver;
-  const registrations = new BackendRegistrations({ store: store.services, clock, validityMs: config.serviceValiditySeconds * 1000, policy, resolve });
-  const deliverer = new CallbackDeliverer({
-    callbacks: store.callbacks,
-    delivery: hub,
-    clock,
-    log: log.child({ module: 'callbacks' }),
-    metrics: metrics,
-    privateKey: signer.privateKey,
-    policy,
-    resolve,
-    ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
-    retryBaseMs: config.callbackRetryBaseMs,
-    retryCapMs: config.callbackRetryCapMs,
-    connectTimeoutMs: config.callbackConnectTimeoutMs,
-    totalTimeoutMs: config.callbackTimeoutMs,
-    pollMs: config.callbackPollMs,
-  });
+  const registrations = new BackendRegistrations({ store: store.services, clock, resolve }, { validityMs: config.serviceValiditySeconds * 1000, policy });
+  const deliverer = new CallbackDeliverer(
+    { callbacks: store.callbacks, delivery: hub, clock, log: log.child({ module: 'callbacks' }), metrics, resolve },
+    {
+      privateKey: signer.privateKey,
+      policy,
+      ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
+      retryBaseMs: config.callbackRetryBaseMs,
+      retryCapMs: config.callbackRetryCapMs,
+      connectTimeoutMs: config.callbackConnectTimeoutMs,
+      totalTimeoutMs: config.callbackTimeoutMs,
+      pollMs: config.callbackPollMs,
+    },
+  );
   // The metric's two children, looked up once rather than per QR request.
   const answersMade = { ahead: metrics.qrAnswers.labels('ahead'), on_request: metrics.qrAnswers.labels('on_request') };
   const quickLogin = new QuickLogin(
