@@ -164,7 +164,7 @@ export const xmppRouter: Benchmark = {
             await hub.attach(at(tab), connection);
           }
         }
-        const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
+        const router = new MessageRouter({ accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log }, { componentDomain: DOMAIN, quota: 1_000_000 });
         const h = hub;
         const s = store;
 

@@ -71,18 +71,19 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
     addressThrottle: limits.addressThrottle,
     onLimited: (limit) => metrics.rateLimited.inc({ limit }),
   });
-  const router = new MessageRouter({
-    componentDomain: config.xmppComponentDomain,
-    accounts: store.accounts,
-    handlers,
-    delivery: hub,
-    // Any node's connection counts (the broker's presence): a handler of a tab on another node is live.
-    isConnected: (address) => hub.isConnected(address),
-    messages: store.messages,
-    clock,
-    log: log.child({ module: 'agent:router' }),
-    quota: config.messageQuotaPerAccount,
-  });
+  const router = new MessageRouter(
+    {
+      accounts: store.accounts,
+      handlers,
+      delivery: hub,
+      // Any node's connection counts (the broker's presence): a handler of a tab on another node is live.
+      isConnected: (address) => hub.isConnected(address),
+      messages: store.messages,
+      clock,
+      log: log.child({ module: 'agent:router' }),
+    },
+    { componentDomain: config.xmppComponentDomain, quota: config.messageQuotaPerAccount },
+  );
   const xmpp = createXmppConnection(config, {
     leases: shared.leases,
     bus: shared.bus,
