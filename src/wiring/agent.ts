@@ -106,7 +106,7 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
       if (outcome === 'quota_full') await bounce(message, 'resource-constraint');
     },
   });
-  const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
+  const messaging = new Messaging({ router, messages: store.messages, toLocal: toInboundMessage, link: xmpp }, config.xmppComponentDomain);
   return {
     accounts,
     router,
