@@ -109,14 +109,10 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
   );
   // Results owed to tabs by settlements whose node died before publishing them (docs/events.md
   // "Results reach the page once").
-  const outbox = new ResultOutbox({
-    codes: store.codes,
-    delivery: hub,
-    clock,
-    log: log.child({ module: 'quicklogin:outbox' }),
-    windowMs: config.outboxMaxAgeSeconds * 1000,
-    graceMs: RESULT_GRACE_MS,
-  });
+  const outbox = new ResultOutbox(
+    { codes: store.codes, delivery: hub, clock, log: log.child({ module: 'quicklogin:outbox' }) },
+    { windowMs: config.outboxMaxAgeSeconds * 1000, graceMs: RESULT_GRACE_MS },
+  );
   const outboxRunner = runPeriodicallyOncePerCluster(leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), outbox, RESULT_SWEEP_MS, log);
   return {
     quickLogin,
