@@ -55,14 +55,16 @@ export class Hub implements Delivery {
     private readonly settings: HubSettings,
   ) {
     this.reloads = new ReloadResume(() => deps.clock.now(), settings.outboxMaxAgeMs);
-    this.confirmations = new Confirmations({
-      broker: deps.broker,
-      now: () => deps.clock.now(),
-      deadlineMs: settings.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
-      log: deps.log,
-      fallBack: (fallbacks) => this.fallBack(fallbacks),
-      declaredDead: (address, connection) => this.letGo(address, connection),
-    });
+    this.confirmations = new Confirmations(
+      {
+        broker: deps.broker,
+        now: () => deps.clock.now(),
+        log: deps.log,
+        fallBack: (fallbacks) => this.fallBack(fallbacks),
+        declaredDead: (address, connection) => this.letGo(address, connection),
+      },
+      settings.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
+    );
     this.writer = new TabWriter({
       broker: deps.broker,
       now: () => deps.clock.now(),
@@ -76,13 +78,14 @@ export class Hub implements Delivery {
     this.stopResume = deps.broker.onResume(() => {
       for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
     });
-    this.retry = new PublishRetry({
-      publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),
-      now: () => deps.clock.now(),
-      maxAgeMs: settings.outboxMaxAgeMs,
-      limit: MAX_HELD_EVENTS,
-      onGivenUp: (n) => deps.counters?.dropped('unreachable', n),
-    });
+    this.retry = new PublishRetry(
+      {
+        publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),
+        now: () => deps.clock.now(),
+        onGivenUp: (n) => deps.counters?.dropped('unreachable', n),
+      },
+      { maxAgeMs: settings.outboxMaxAgeMs, limit: MAX_HELD_EVENTS },
+    );
     this.presence = new PresenceKeeper({
       broker: deps.broker,
       node: settings.node,
