@@ -86,22 +86,26 @@ export class Hub implements Delivery {
       },
       { maxAgeMs: settings.outboxMaxAgeMs, limit: MAX_HELD_EVENTS },
     );
-    this.presence = new PresenceKeeper({
-      broker: deps.broker,
-      node: settings.node,
-      now: () => deps.clock.now(),
-      presenceTtlMs: settings.presenceTtlMs,
-      rollMs: settings.rollMs ?? DEFAULT_ROLL_MS,
-      rollEveryMs: settings.rollEveryMs ?? DEFAULT_ROLL_EVERY_MS,
-      held: () => this.held(),
-      count: () => this.tabs.size,
-      onLost: (address) => {
-        // The broker had lost the tab's stream: its connections are told, results may be derived again.
-        const tab = this.tabs.get(address);
-        if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
-        this.deps.onStreamLost?.(address);
+    this.presence = new PresenceKeeper(
+      {
+        broker: deps.broker,
+        now: () => deps.clock.now(),
+        held: () => this.held(),
+        count: () => this.tabs.size,
+        onLost: (address) => {
+          // The broker had lost the tab's stream: its connections are told, results may be derived again.
+          const tab = this.tabs.get(address);
+          if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
+          this.deps.onStreamLost?.(address);
+        },
       },
-    });
+      {
+        node: settings.node,
+        presenceTtlMs: settings.presenceTtlMs,
+        rollMs: settings.rollMs ?? DEFAULT_ROLL_MS,
+        rollEveryMs: settings.rollEveryMs ?? DEFAULT_ROLL_EVERY_MS,
+      },
+    );
   }
 
   /**
