@@ -36,7 +36,7 @@ export interface AgentArea extends Area {
 /** What the hub does for the agent (createEventsArea's `hooks`): made before the hub, with what needs no hub. */
 export function createAgentTabHooks(config: Config, { store, handlers, log }: { store: Store; handlers: HandlerRegistry; log: Logger }): TabHooks {
   // Logged as the router's, whose part it was (docs/xmpp.md "Delivered means confirmed").
-  const undelivered = new UndeliveredMessages({ messages: store.messages, quota: config.messageQuotaPerAccount, log: log.child({ module: 'agent:router' }) });
+  const undelivered = new UndeliveredMessages({ messages: store.messages, log: log.child({ module: 'agent:router' }) }, config.messageQuotaPerAccount);
   return {
     storeUndelivered: (fallback) => undelivered.store(fallback),
     forgetHandlers: (address) => void handlers.forgetTab(address),
