@@ -154,7 +154,7 @@ export const xmppRouter: Benchmark = {
 
         const log = pino({ level: 'silent' });
         const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 600_000 });
-        hub = new Hub({ broker, node: 'bench', clock: systemClock, log, tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000, onFallback: () => undefined });
+        hub = new Hub({ broker, clock: systemClock, log, onFallback: () => undefined }, { node: 'bench', tabIdleMs: 600_000, longPollGapMs: 10_000, presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, maxTabsPerSession: 1_000_000 });
         const connections = new Map<string, CountingConnection>();
         for (let a = 0; a < ACCOUNTS; a++) {
           for (let t = 0; t < TABS_PER_ACCOUNT; t++) {
@@ -164,7 +164,7 @@ export const xmppRouter: Benchmark = {
             await hub.attach(at(tab), connection);
           }
         }
-        const router = new MessageRouter({ componentDomain: DOMAIN, accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log, quota: 1_000_000 });
+        const router = new MessageRouter({ accounts: store.accounts, handlers, delivery: hub, isConnected: (a) => hub!.isConnectedHere(a), messages: store.messages, clock: systemClock, log }, { componentDomain: DOMAIN, quota: 1_000_000 });
         const h = hub;
         const s = store;
 

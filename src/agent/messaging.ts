@@ -35,38 +35,43 @@ export interface PoppedMessage {
   content: string;
 }
 
+/** What messaging calls: the local router, the message store, the stanza conversion for local recipients, the XMPP link. */
+export interface MessagingDeps {
+  router: MessageRouter;
+  messages: MessageStore;
+  toLocal: LocalDelivery;
+  /** Absent without an XMPP server connection: a message to another domain is then `xmpp_unavailable`. */
+  link: XmppLink | undefined;
+}
+
 /**
  * Sending and popping for agent accounts (docs/agent-api.md): local recipients are routed
  * in-process through the router, others go out through the XMPP server.
  */
 export class Messaging {
+  /** `componentDomain`: the agents' XMPP domain (config `xmppComponentDomain`); a recipient there is routed in-process. */
   constructor(
-    private readonly o: {
-      componentDomain: string;
-      router: MessageRouter;
-      messages: MessageStore;
-      toLocal: LocalDelivery;
-      link: XmppLink | undefined;
-    },
+    private readonly deps: MessagingDeps,
+    private readonly componentDomain: string,
   ) {}
 
   jidOf(userName: string): string {
-    return `${userName}@${this.o.componentDomain}`;
+    return `${userName}@${this.componentDomain}`;
   }
 
   async send(userName: string, to: string, children: OutboundChild[], id?: string): Promise<{ sent: true; id: string }> {
     const recipient = splitJid(to);
     if (!recipient) throw new TabwireError('validation_failed', `"${to}" is not a JID (local@domain)`);
     const message: OutboundMessage = { from: this.jidOf(userName), to, type: 'chat', id: id ?? randomUUID(), children };
-    if (recipient.domain === this.o.componentDomain.toLowerCase()) {
-      const outcome = await this.o.router.route(this.o.toLocal(message));
+    if (recipient.domain === this.componentDomain.toLowerCase()) {
+      const outcome = await this.deps.router.route(this.deps.toLocal(message));
       if (outcome === 'unknown_recipient') throw new TabwireError('recipient_unknown', `No agent account ${to}`);
       if (outcome === 'quota_full') throw new TabwireError('mailbox_full', `The message store of ${to} is full`);
       return { sent: true, id: message.id };
     }
-    if (!this.o.link) throw unavailable();
+    if (!this.deps.link) throw unavailable();
     try {
-      await this.o.link.send(message);
+      await this.deps.link.send(message);
     } catch (err) {
       throw err instanceof XmppOfflineError ? unavailable() : err;
     }
@@ -74,7 +79,7 @@ export class Messaging {
   }
 
   async pop(accountId: string, maxCount: number): Promise<PoppedMessage[]> {
-    return (await this.o.messages.pop(accountId, maxCount)).map((m) => ({
+    return (await this.deps.messages.pop(accountId, maxCount)).map((m) => ({
       id: m.id,
       from: m.from,
       to: m.to,

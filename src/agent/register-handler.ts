@@ -32,14 +32,14 @@ export interface HandlerRequest {
  * throws the refusal from the errors.ts catalogue.
  */
 export class RegisterEventHandler {
-  constructor(private readonly o: { handlers: HandlerRegistry; tabs: TabOwnership }) {}
+  constructor(private readonly deps: { handlers: HandlerRegistry; tabs: TabOwnership }) {}
 
   async run(r: HandlerRequest): Promise<void> {
     // Without the cookie no session can match (a session hash is never empty): the tab's owner is told to send it.
-    const address = await this.o.tabs.requireOwner(r.tabId, r.session ?? '', { bindIfFree: false });
-    if (!(await this.o.tabs.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${r.tabId}" is not live`);
+    const address = await this.deps.tabs.requireOwner(r.tabId, r.session ?? '', { bindIfFree: false });
+    if (!(await this.deps.tabs.holds(address))) throw new TabwireError('tab_not_registered', `Tab "${r.tabId}" is not live`);
     const selector: Selector = { localName: r.selector.localName || null, namespace: r.selector.namespace || null, type: r.selector.type || null };
-    const outcome = await this.o.handlers.register(r.accountId, address, selector, r.fn ?? '');
+    const outcome = await this.deps.handlers.register(r.accountId, address, selector, r.fn ?? '');
     if (outcome === 'tab_owned_by_other_account') throw new TabwireError('tab_owned_by_other_account');
     if (outcome === 'too_many_handlers') throw new TabwireError('handler_limit_reached');
   }

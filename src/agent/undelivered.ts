@@ -9,19 +9,16 @@ import type { MessageStore } from '../store/stores.js';
  * hub, which the router delivers through, can be given it when it is made.
  */
 export class UndeliveredMessages {
+  /** `quota`: messages an account may hold before new ones are refused (the router's quota). */
   constructor(
-    private readonly o: {
-      messages: MessageStore;
-      /** Messages an account may hold before new ones are refused (the router's quota). */
-      quota: number;
-      log: Logger;
-    },
+    private readonly deps: { messages: MessageStore; log: Logger },
+    private readonly quota: number,
   ) {}
 
   async store(fallback: DeliveryFallback): Promise<void> {
     const { kind: _kind, ...message } = fallback;
-    if (!(await this.o.messages.append(message, this.o.quota))) {
-      this.o.log.warn({ accountId: message.accountId }, 'undelivered message dropped: the account\'s message store is full');
+    if (!(await this.deps.messages.append(message, this.quota))) {
+      this.deps.log.warn({ accountId: message.accountId }, 'undelivered message dropped: the account\'s message store is full');
     }
   }
 }

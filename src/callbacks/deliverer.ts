@@ -13,15 +13,20 @@ import { BatchSigner } from './batch-signer.js';
 import { postOnce } from './post.js';
 import { webhookSignatureHeader } from './webhook-signature.js';
 
-export interface DelivererOptions {
+/** What the deliverer calls: the callback outbox, the tabs' delivery, time, log, metrics, the DNS resolver. */
+export interface DelivererDeps {
   callbacks: CallbackStore;
   delivery: Delivery;
   clock: Clock;
   log: Logger;
   metrics: Metrics;
+  resolve: Resolver;
+}
+
+/** The deliverer's signing key, address policy, TLS trust, timings and bounds (from the configuration). */
+export interface DelivererSettings {
   privateKey: KeyObject;
   policy: CallbackPolicy;
-  resolve: Resolver;
   /** Extra CA certificates (PEM) trusted for callbacks, e.g. a backend's own CA. */
   ca: string | undefined;
   retryBaseMs: number;
@@ -92,24 +97,27 @@ export class CallbackDeliverer {
   /** The metric children, looked up once rather than per attempt. */
   private readonly attemptsBy: Record<Outcome['kind'], { inc(): void }>;
 
-  constructor(private readonly o: DelivererOptions) {
-    this.leaseMs = o.totalTimeoutMs + LEASE_MARGIN_MS;
-    this.concurrency = o.concurrency ?? CONCURRENCY;
-    this.queueLimit = o.queueLimit ?? QUEUE_LIMIT;
-    this.urlChecks = new CheckedUrls(o.policy);
-    this.signer = new BatchSigner(o.privateKey);
+  constructor(
+    private readonly deps: DelivererDeps,
+    private readonly settings: DelivererSettings,
+  ) {
+    this.leaseMs = settings.totalTimeoutMs + LEASE_MARGIN_MS;
+    this.concurrency = settings.concurrency ?? CONCURRENCY;
+    this.queueLimit = settings.queueLimit ?? QUEUE_LIMIT;
+    this.urlChecks = new CheckedUrls(settings.policy);
+    this.signer = new BatchSigner(settings.privateKey);
     // Connect-time address check (no DNS-rebinding gap); redirects are never followed by `request`.
     this.agent = new Agent({
-      connect: { lookup: filteringLookup(o.policy, o.resolve), timeout: o.connectTimeoutMs, ...(o.ca ? { ca: o.ca } : {}) },
-      headersTimeout: o.totalTimeoutMs,
-      bodyTimeout: o.totalTimeoutMs,
+      connect: { lookup: filteringLookup(settings.policy, deps.resolve), timeout: settings.connectTimeoutMs, ...(settings.ca ? { ca: settings.ca } : {}) },
+      headersTimeout: settings.totalTimeoutMs,
+      bodyTimeout: settings.totalTimeoutMs,
     });
-    const attempts = o.metrics.callbackAttempts;
+    const attempts = deps.metrics.callbackAttempts;
     this.attemptsBy = { delivered: attempts.labels('delivered'), gone: attempts.labels('gone'), retry: attempts.labels('retry') };
   }
 
   start(): void {
-    this.timer = setInterval(() => this.kick(), this.o.pollMs);
+    this.timer = setInterval(() => this.kick(), this.settings.pollMs);
     this.timer.unref();
     this.kick();
   }
@@ -133,7 +141,7 @@ export class CallbackDeliverer {
    * claims it. Returns false when a callback with that id exists already.
    */
   async enqueue(callback: Callback): Promise<boolean> {
-    return this.storeAndAttempt(callback, (c) => this.o.callbacks.insert(c.callback, c.leaseUntil));
+    return this.storeAndAttempt(callback, (c) => this.deps.callbacks.insert(c.callback, c.leaseUntil));
   }
 
   /**
@@ -144,7 +152,7 @@ export class CallbackDeliverer {
     const hold = this.held < this.queueLimit;
     const waits = this.held >= this.concurrency;
     if (hold) this.held++;
-    const leaseUntil = this.o.clock.now() + this.leaseMs + (waits ? QUEUE_GRACE_MS : 0);
+    const leaseUntil = this.deps.clock.now() + this.leaseMs + (waits ? QUEUE_GRACE_MS : 0);
     let stored = false;
     try {
       stored = await save(hold ? { callback, leaseUntil } : { callback });
@@ -167,7 +175,7 @@ export class CallbackDeliverer {
       const next = this.queue.shift()!;
       this.active++;
       const attempt = this.attemptHeld(next)
-        .catch((err: unknown) => this.o.log.error({ err, webhookId: next.callback.id }, 'callback attempt failed'))
+        .catch((err: unknown) => this.deps.log.error({ err, webhookId: next.callback.id }, 'callback attempt failed'))
         .finally(() => {
           this.active--;
           this.held--;
@@ -184,10 +192,10 @@ export class CallbackDeliverer {
    * attempt needs first renews its lease; if the lease lapsed and another claim took it, this node lets go.
    */
   private async attemptHeld({ callback, leaseUntil }: Held): Promise<void> {
-    const now = this.o.clock.now();
-    if (leaseUntil - now < this.o.totalTimeoutMs + LEASE_MARGIN_MS / 2) {
-      if (!(await this.o.callbacks.renewLease(callback.id, leaseUntil, now + this.leaseMs))) {
-        this.o.log.info({ webhookId: callback.id }, 'callback lease lapsed while queued and another claim took it; left to that claim');
+    const now = this.deps.clock.now();
+    if (leaseUntil - now < this.settings.totalTimeoutMs + LEASE_MARGIN_MS / 2) {
+      if (!(await this.deps.callbacks.renewLease(callback.id, leaseUntil, now + this.leaseMs))) {
+        this.deps.log.info({ webhookId: callback.id }, 'callback lease lapsed while queued and another claim took it; left to that claim');
         return;
       }
     }
@@ -203,7 +211,7 @@ export class CallbackDeliverer {
     }
     this.running = true;
     const pass = this.pass()
-      .catch((err: unknown) => this.o.log.error({ err }, 'callback pass failed'))
+      .catch((err: unknown) => this.deps.log.error({ err }, 'callback pass failed'))
       .finally(() => {
         this.running = false;
         this.inFlight.delete(pass);
@@ -217,7 +225,7 @@ export class CallbackDeliverer {
 
   private async pass(): Promise<void> {
     for (;;) {
-      const due = await this.o.callbacks.claimDue(this.o.clock.now(), this.leaseMs, BATCH);
+      const due = await this.deps.callbacks.claimDue(this.deps.clock.now(), this.leaseMs, BATCH);
       if (due.length === 0) return;
       await Promise.all(due.map((c) => this.attempt(c)));
     }
@@ -228,38 +236,38 @@ export class CallbackDeliverer {
     const started = performance.now();
     const outcome = await this.send(callback);
     const ms = performance.now() - started;
-    this.o.metrics.callbackLatency.observe(ms / 1000);
+    this.deps.metrics.callbackLatency.observe(ms / 1000);
     this.attemptsBy[outcome.kind].inc();
     // A delivered attempt is the common case and the metrics count it: its line is debug. A failed one is
     // what an operator looks for, so it stays at info.
     if (outcome.kind === 'delivered') {
-      if (this.o.log.isLevelEnabled('debug')) this.o.log.debug({ webhookId: callback.id, attempt, outcome: outcome.kind, ms: Math.round(ms) }, 'callback attempt');
+      if (this.deps.log.isLevelEnabled('debug')) this.deps.log.debug({ webhookId: callback.id, attempt, outcome: outcome.kind, ms: Math.round(ms) }, 'callback attempt');
     } else {
-      this.o.log.info({ webhookId: callback.id, attempt, outcome: outcome.kind, reason: 'reason' in outcome ? outcome.reason : undefined, ms: Math.round(ms) }, 'callback attempt');
+      this.deps.log.info({ webhookId: callback.id, attempt, outcome: outcome.kind, reason: 'reason' in outcome ? outcome.reason : undefined, ms: Math.round(ms) }, 'callback attempt');
     }
 
     switch (outcome.kind) {
       case 'delivered':
-        if (await this.o.callbacks.markDelivered(callback.id, this.o.clock.now())) {
-          this.o.metrics.callbackDelivered.inc();
+        if (await this.deps.callbacks.markDelivered(callback.id, this.deps.clock.now())) {
+          this.deps.metrics.callbackDelivered.inc();
           // Only the session that asked for the code hears it (docs/events.md).
           if (callback.tabId !== '' && callback.tabSession !== null) {
-            await this.o.delivery.deliver({ tabId: callback.tabId, session: callback.tabSession }, { type: EventTypes.SignatureReceivedBE, data: '' });
+            await this.deps.delivery.deliver({ tabId: callback.tabId, session: callback.tabSession }, { type: EventTypes.SignatureReceivedBE, data: '' });
           }
         }
         return;
       case 'gone':
-        this.o.metrics.callbackFailures.inc({ reason: 'gone' });
-        return this.o.callbacks.finish(callback.id, 'gone', attempt, 'the backend answered 410 Gone');
+        this.deps.metrics.callbackFailures.inc({ reason: 'gone' });
+        return this.deps.callbacks.finish(callback.id, 'gone', attempt, 'the backend answered 410 Gone');
       case 'retry': {
-        this.o.metrics.callbackFailures.inc({ reason: outcome.reason });
-        const now = this.o.clock.now();
-        const next = now + (outcome.retryAfterMs ?? backoffMs(attempt, this.o.retryBaseMs, this.o.retryCapMs));
+        this.deps.metrics.callbackFailures.inc({ reason: outcome.reason });
+        const now = this.deps.clock.now();
+        const next = now + (outcome.retryAfterMs ?? backoffMs(attempt, this.settings.retryBaseMs, this.settings.retryCapMs));
         if (next >= callback.deadline) {
-          this.o.metrics.callbackFailures.inc({ reason: 'expired' });
-          return this.o.callbacks.finish(callback.id, 'expired', attempt, `${outcome.reason}; no time left before the deadline`);
+          this.deps.metrics.callbackFailures.inc({ reason: 'expired' });
+          return this.deps.callbacks.finish(callback.id, 'expired', attempt, `${outcome.reason}; no time left before the deadline`);
         }
-        return this.o.callbacks.reschedule(callback.id, attempt, next, outcome.reason);
+        return this.deps.callbacks.reschedule(callback.id, attempt, next, outcome.reason);
       }
     }
   }
@@ -268,7 +276,7 @@ export class CallbackDeliverer {
     // Again at delivery: an IP-literal host never goes through the lookup.
     const url = this.urlChecks.allowed(callback.url);
     if (url === null) return { kind: 'retry', reason: 'address_refused' };
-    const timestamp = Math.floor(this.o.clock.now() / 1000);
+    const timestamp = Math.floor(this.deps.clock.now() / 1000);
     try {
       const signature = await webhookSignatureHeader({ id: callback.id, timestamp, body: callback.body, signEd25519: (content) => this.signer.sign(content), secret: callback.webhookSecret });
       const headers = {
@@ -278,8 +286,8 @@ export class CallbackDeliverer {
         'webhook-timestamp': String(timestamp),
         'webhook-signature': signature,
       };
-      const { status, retryAfter } = await postOnce(this.agent, url, headers, callback.body, { timeoutMs: this.o.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
-      return outcomeOfAnswer(status, retryAfter, this.o.clock.now());
+      const { status, retryAfter } = await postOnce(this.agent, url, headers, callback.body, { timeoutMs: this.settings.totalTimeoutMs, maxResponseBytes: MAX_RESPONSE_BYTES });
+      return outcomeOfAnswer(status, retryAfter, this.deps.clock.now());
     } catch (err) {
       return { kind: 'retry', reason: failureReason(err) };
     }

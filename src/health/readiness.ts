@@ -16,7 +16,7 @@ const monotonic = (): number => performance.now();
 /** The readiness probes of a node: its Redis in a cluster (PING), and its store (SELECT 1). */
 export function readinessProbes(o: { redis: RedisConnection | undefined; store: Store }): { redis: TimedProbe | undefined; store: TimedProbe } {
   const { redis } = o;
-  const probe = (check: () => Promise<unknown>) => new TimedProbe({ check, deadlineMs: PROBE_DEADLINE_MS, cacheMs: PROBE_CACHE_MS, now: monotonic });
+  const probe = (check: () => Promise<unknown>) => new TimedProbe({ check, now: monotonic }, { deadlineMs: PROBE_DEADLINE_MS, cacheMs: PROBE_CACHE_MS });
   return {
     redis: redis === undefined ? undefined : probe(() => redis.client.ping()),
     store: probe(() => o.store.ping()),

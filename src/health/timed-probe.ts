@@ -13,19 +13,18 @@ export class TimedProbe {
   private unanswered = false;
 
   constructor(
-    private readonly o: {
+    private readonly deps: {
       /** Resolves when the server answered (PING, SELECT 1); rejects or hangs when it did not. */
       check: () => Promise<unknown>;
-      deadlineMs: number;
-      cacheMs: number;
       /** Monotonic milliseconds. */
       now: () => number;
     },
+    private readonly settings: { deadlineMs: number; cacheMs: number },
   ) {}
 
   /** Whether the server answered the latest probe in time (probing again when that answer is older than `cacheMs`). */
   up(): Promise<boolean> {
-    if (this.last && this.o.now() - this.last.at < this.o.cacheMs) return Promise.resolve(this.last.up);
+    if (this.last && this.deps.now() - this.last.at < this.settings.cacheMs) return Promise.resolve(this.last.up);
     this.probing ??= this.probe().finally(() => (this.probing = undefined));
     return this.probing;
   }
@@ -34,20 +33,20 @@ export class TimedProbe {
     let up = false;
     if (!this.unanswered) {
       this.unanswered = true;
-      const answered = this.o.check().then(
+      const answered = this.deps.check().then(
         () => true,
         () => false,
       );
       void answered.finally(() => (this.unanswered = false));
       let timer: NodeJS.Timeout | undefined;
       const late = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), this.o.deadlineMs);
+        timer = setTimeout(() => resolve(false), this.settings.deadlineMs);
         timer.unref();
       });
       up = await Promise.race([answered, late]);
       clearTimeout(timer);
     }
-    this.last = { at: this.o.now(), up };
+    this.last = { at: this.deps.now(), up };
     return up;
   }
 }

@@ -17,11 +17,10 @@ interface Written {
   deadline: number;
 }
 
-export interface ConfirmationsOptions {
+/** What confirmations call: the broker, time, log, and the hub's hooks. */
+export interface ConfirmationsDeps {
   broker: Broker;
   now: () => number;
-  /** How long a write may wait for its confirmation (config `messageConfirmSeconds`). */
-  deadlineMs: number;
   log: Logger;
   /** Messages withdrawn unconfirmed: store them for PopMessages. */
   fallBack: (fallbacks: readonly DeliveryFallback[]) => void;
@@ -44,11 +43,15 @@ export class Confirmations {
    */
   private readonly confirmed = new Map<string, { address: TabAddress; ids: number[] }>();
 
-  constructor(private readonly o: ConfirmationsOptions) {}
+  /** `deadlineMs`: how long a write may wait for its confirmation (config `messageConfirmSeconds`). */
+  constructor(
+    private readonly deps: ConfirmationsDeps,
+    private readonly deadlineMs: number,
+  ) {}
 
   /** `ids` (messages carrying a fallback) were just written to `connection`: ask its client to confirm them. */
   written(address: TabAddress, connection: TabConnection, ids: readonly number[]): void {
-    const write: Written = { address, connection, ids, deadline: this.o.now() + this.o.deadlineMs };
+    const write: Written = { address, connection, ids, deadline: this.deps.now() + this.deadlineMs };
     this.pending.add(write);
     connection.confirm?.((reached) => void this.settle(write, reached));
   }
@@ -62,11 +65,11 @@ export class Confirmations {
     const through = lastEventId ?? (transport === 'long-poll' ? ALL_WRITTEN : undefined);
     if (through === undefined) return;
     try {
-      await this.o.broker.confirm(address, { through });
+      await this.deps.broker.confirm(address, { through });
       this.forgetPolls(address, through);
     } catch (err) {
       // Unconfirmed, the writing node's deadline withdraws and stores them: stored, never lost.
-      this.o.log.warn({ err }, 'confirming what a client received failed');
+      this.deps.log.warn({ err }, 'confirming what a client received failed');
     }
   }
 
@@ -90,14 +93,14 @@ export class Confirmations {
    * socket open and never answers) and closed, and the messages are withdrawn and stored.
    */
   sweep(): void {
-    const now = this.o.now();
+    const now = this.deps.now();
     for (const write of this.pending) {
       if (write.deadline > now) continue;
       void this.settle(write, false);
       if (write.connection.open) write.connection.close(disconnects.confirmTimeout);
       // A frozen peer never finishes the closing handshake: the tab must not count as connected meanwhile,
       // or the next message would be written into the same socket instead of being stored.
-      this.o.declaredDead(write.address, write.connection);
+      this.deps.declaredDead(write.address, write.connection);
     }
   }
 
@@ -110,10 +113,10 @@ export class Confirmations {
     if (!this.pending.delete(write)) return;
     if (reached) return this.batchConfirmation(write);
     try {
-      this.o.fallBack(await this.o.broker.withdraw(write.address, write.ids));
+      this.deps.fallBack(await this.deps.broker.withdraw(write.address, write.ids));
     } catch (err) {
       // The broker keeps the fallback on the event: when it ages out of the stream it is stored then.
-      this.o.log.warn({ err, tabId: write.address.tabId }, 'withdrawing an unconfirmed message failed');
+      this.deps.log.warn({ err, tabId: write.address.tabId }, 'withdrawing an unconfirmed message failed');
     }
   }
 
@@ -130,7 +133,7 @@ export class Confirmations {
     this.confirmed.clear();
     for (const { address, ids } of batches) {
       // Unconfirmed in the broker, the event keeps its fallback: stored when it ages out (delivered and stored).
-      this.o.broker.confirm(address, { ids }).catch((err: unknown) => this.o.log.warn({ err, tabId: address.tabId }, 'confirming a delivered message failed'));
+      this.deps.broker.confirm(address, { ids }).catch((err: unknown) => this.deps.log.warn({ err, tabId: address.tabId }, 'confirming a delivered message failed'));
     }
   }
 }

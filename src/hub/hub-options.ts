@@ -15,13 +15,32 @@ export interface HubCounters {
   fellBack(n: number): void;
 }
 
-export interface HubOptions {
+/** What the hub calls: the broker, time, its log, and the hooks it tells of what happened to events and tabs. */
+export interface HubDeps {
   /** The tabs' streams and presence; the hub publishes events there and writes what it announces. */
   broker: Broker;
-  /** This node's name in the broker's presence (unique per process). */
-  node: string;
   clock: Clock;
   log: Logger;
+  /**
+   * An event every WebSocket Register (and the first connection of a tab new to the service) is told
+   * first: `CheckServerInstance` with the service's instance id, so pages notice a restart.
+   */
+  greeting?: () => TabEvent;
+  counters?: HubCounters;
+  /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
+  onFallback: (fallback: DeliveryFallback) => void;
+  /** The session let the tab go (Unregister): its handlers go now (the registry removes the binding). */
+  onRelease?: (address: TabAddress) => void;
+  /** No node holds the tab any more: remove what hangs on it (binding, handlers). */
+  onForget?: (address: TabAddress) => void;
+  /** The broker had lost the stream of a tab held here (results may have to be derived again). */
+  onStreamLost?: (address: TabAddress) => void;
+}
+
+/** The hub's names, bounds and periods (from the configuration). */
+export interface HubSettings {
+  /** This node's name in the broker's presence (unique per process). */
+  node: string;
   /** A tab with no connection and no sign of life for this long is forgotten here. */
   tabIdleMs: number;
   /** A long-poll tab counts as connected for this long after its last poll was answered. */
@@ -41,20 +60,6 @@ export interface HubOptions {
   messageConfirmMs?: number;
   /** Tabs one session may hold on this node (docs/configuration.md `tabsPerSession`). */
   maxTabsPerSession: number;
-  /**
-   * An event every WebSocket Register (and the first connection of a tab new to the service) is told
-   * first: `CheckServerInstance` with the service's instance id, so pages notice a restart.
-   */
-  greeting?: () => TabEvent;
-  counters?: HubCounters;
-  /** An event that cannot reach its tab and carries a fallback (an XMPP message): store it. */
-  onFallback: (fallback: DeliveryFallback) => void;
-  /** The session let the tab go (Unregister): its handlers go now (the registry removes the binding). */
-  onRelease?: (address: TabAddress) => void;
-  /** No node holds the tab any more: remove what hangs on it (binding, handlers). */
-  onForget?: (address: TabAddress) => void;
-  /** The broker had lost the stream of a tab held here (results may have to be derived again). */
-  onStreamLost?: (address: TabAddress) => void;
 }
 
 /** Gauges of this node's tabs. */

@@ -11,10 +11,10 @@ import { addConnection, connectedUntil } from './tab-connections.js';
 import { TabWriter } from './tab-writer.js';
 import { Confirmations } from './confirmations.js';
 import { newPublishKey, type Delivery } from './delivery.js';
-import type { AttachOutcome, HubOptions, HubSnapshot } from './hub-options.js';
+import type { AttachOutcome, HubDeps, HubSettings, HubSnapshot } from './hub-options.js';
 import { LocalTabs } from './local-tabs.js';
 
-export type { AttachOutcome, DropReason, HubCounters, HubOptions, HubSnapshot } from './hub-options.js';
+export type { AttachOutcome, DropReason, HubCounters, HubDeps, HubSettings, HubSnapshot } from './hub-options.js';
 export { MAX_CONNECTIONS_PER_TAB } from './tab-connections.js';
 
 /** Events refused by an unreachable broker that a node holds for another try, at most (beyond: dropped, counted). */
@@ -50,52 +50,62 @@ export class Hub implements Delivery {
   /** XMPP messages written here whose confirmation is awaited (docs/xmpp.md "Delivered means confirmed"). */
   private readonly confirmations: Confirmations;
 
-  constructor(private readonly o: HubOptions) {
-    this.reloads = new ReloadResume(() => o.clock.now(), o.outboxMaxAgeMs);
-    this.confirmations = new Confirmations({
-      broker: o.broker,
-      now: () => o.clock.now(),
-      deadlineMs: o.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
-      log: o.log,
-      fallBack: (fallbacks) => this.fallBack(fallbacks),
-      declaredDead: (address, connection) => this.letGo(address, connection),
-    });
+  constructor(
+    private readonly deps: HubDeps,
+    private readonly settings: HubSettings,
+  ) {
+    this.reloads = new ReloadResume(() => deps.clock.now(), settings.outboxMaxAgeMs);
+    this.confirmations = new Confirmations(
+      {
+        broker: deps.broker,
+        now: () => deps.clock.now(),
+        log: deps.log,
+        fallBack: (fallbacks) => this.fallBack(fallbacks),
+        declaredDead: (address, connection) => this.letGo(address, connection),
+      },
+      settings.messageConfirmMs ?? DEFAULT_MESSAGE_CONFIRM_MS,
+    );
     this.writer = new TabWriter({
-      broker: o.broker,
-      now: () => o.clock.now(),
-      log: o.log,
+      broker: deps.broker,
+      now: () => deps.clock.now(),
+      log: deps.log,
       fallBack: (fallbacks) => this.fallBack(fallbacks),
-      dropped: (reason, n) => o.counters?.dropped(reason, n),
+      dropped: (reason, n) => deps.counters?.dropped(reason, n),
       awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
     });
-    this.unsubscribe = o.broker.subscribe((announcement) => this.onAnnouncement(announcement));
+    this.unsubscribe = deps.broker.subscribe((announcement) => this.onAnnouncement(announcement));
     // Announcements missed while the broker's subscription was away are not lost: open connections read their streams again.
-    this.stopResume = o.broker.onResume(() => {
+    this.stopResume = deps.broker.onResume(() => {
       for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
     });
-    this.retry = new PublishRetry({
-      publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),
-      now: () => o.clock.now(),
-      maxAgeMs: o.outboxMaxAgeMs,
-      limit: MAX_HELD_EVENTS,
-      onGivenUp: (n) => o.counters?.dropped('unreachable', n),
-    });
-    this.presence = new PresenceKeeper({
-      broker: o.broker,
-      node: o.node,
-      now: () => o.clock.now(),
-      presenceTtlMs: o.presenceTtlMs,
-      rollMs: o.rollMs ?? DEFAULT_ROLL_MS,
-      rollEveryMs: o.rollEveryMs ?? DEFAULT_ROLL_EVERY_MS,
-      held: () => this.held(),
-      count: () => this.tabs.size,
-      onLost: (address) => {
-        // The broker had lost the tab's stream: its connections are told, results may be derived again.
-        const tab = this.tabs.get(address);
-        if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
-        this.o.onStreamLost?.(address);
+    this.retry = new PublishRetry(
+      {
+        publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),
+        now: () => deps.clock.now(),
+        onGivenUp: (n) => deps.counters?.dropped('unreachable', n),
       },
-    });
+      { maxAgeMs: settings.outboxMaxAgeMs, limit: MAX_HELD_EVENTS },
+    );
+    this.presence = new PresenceKeeper(
+      {
+        broker: deps.broker,
+        now: () => deps.clock.now(),
+        held: () => this.held(),
+        count: () => this.tabs.size,
+        onLost: (address) => {
+          // The broker had lost the tab's stream: its connections are told, results may be derived again.
+          const tab = this.tabs.get(address);
+          if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
+          this.deps.onStreamLost?.(address);
+        },
+      },
+      {
+        node: settings.node,
+        presenceTtlMs: settings.presenceTtlMs,
+        rollMs: settings.rollMs ?? DEFAULT_ROLL_MS,
+        rollEveryMs: settings.rollEveryMs ?? DEFAULT_ROLL_EVERY_MS,
+      },
+    );
   }
 
   /**
@@ -117,24 +127,24 @@ export class Hub implements Delivery {
   private async publish(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined, key: string, retrying: boolean): Promise<boolean> {
     let outcome;
     try {
-      outcome = await this.o.broker.publish(to, event, this.o.clock.now(), fallback, key);
+      outcome = await this.deps.broker.publish(to, event, this.deps.clock.now(), fallback, key);
     } catch (err) {
       if (retrying) throw err;
-      this.o.log.warn({ err }, 'the broker did not take an event');
+      this.deps.log.warn({ err }, 'the broker did not take an event');
       // An XMPP message is stored instead; any other event is offered again, in order, within the age bound.
       if (fallback) this.fallBack([fallback]);
       else this.retry.add(to, event, key);
       return false;
     }
     this.fallBack(outcome.unsent);
-    if (outcome.dropped.overflow > 0) this.o.counters?.dropped('overflow', outcome.dropped.overflow);
-    if (outcome.dropped.expired > 0) this.o.counters?.dropped('expired', outcome.dropped.expired);
+    if (outcome.dropped.overflow > 0) this.deps.counters?.dropped('overflow', outcome.dropped.overflow);
+    if (outcome.dropped.expired > 0) this.deps.counters?.dropped('expired', outcome.dropped.expired);
     if (!outcome.frame) {
       this.fallBack([fallback!]);
       return false;
     }
     // The broker tells every node of it (a duplicate again too); each node holding the tab writes it from there.
-    if (!outcome.duplicate) this.o.counters?.delivered();
+    if (!outcome.duplicate) this.deps.counters?.delivered();
     return true;
   }
 
@@ -145,15 +155,15 @@ export class Hub implements Delivery {
    * not attached.
    */
   async attach(address: TabAddress, connection: TabConnection, lastEventId?: number): Promise<AttachOutcome> {
-    const now = this.o.clock.now();
+    const now = this.deps.clock.now();
     const here = this.tabs.get(address);
-    const tab = here ?? this.tabs.create(address, now, this.o.maxTabsPerSession);
+    const tab = here ?? this.tabs.create(address, now, this.settings.maxTabsPerSession);
     if (!tab) return 'too_many_tabs';
     tab.lastSeen = now;
     const open = connection.open;
     if (open && !tab.connections.has(connection)) addConnection(tab, connection);
     if (open) tab.transport = connection.transport;
-    const { created } = await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
+    const { created } = await this.deps.broker.hold(address, this.settings.node, connectedUntil(tab, this.settings.longPollGapMs), now);
     // Before the catch-up, which moves the sent mark past what this very connection is about to get.
     if (open) await this.confirmations.received(address, connection.transport, lastEventId);
     if (open) {
@@ -164,7 +174,7 @@ export class Hub implements Delivery {
         lastEventId ??
         (connection.client === undefined ? undefined : tab.cursors?.get(connection.client)) ??
         (websocket ? this.reloads.resumeAfter(address) : undefined);
-      const greeting = this.o.greeting !== undefined && (created || websocket) ? (this.o.greeting() as EventFrame) : undefined;
+      const greeting = this.deps.greeting !== undefined && (created || websocket) ? (this.deps.greeting() as EventFrame) : undefined;
       // The first poll of a tab new to this node whose stream holds events (a restart, a return after the
       // idle time) is answered [] at once: a reference page may reload on that answer (its first 200 after an
       // error answer) and would lose what it carried. Its next poll, at once, gets them. A new stream is
@@ -193,10 +203,10 @@ export class Hub implements Delivery {
    */
   async reserve(address: TabAddress): Promise<'held' | 'too_many_tabs'> {
     if (this.tabs.has(address)) return 'held';
-    const now = this.o.clock.now();
-    const tab = this.tabs.create(address, now, this.o.maxTabsPerSession);
+    const now = this.deps.clock.now();
+    const tab = this.tabs.create(address, now, this.settings.maxTabsPerSession);
     if (!tab) return 'too_many_tabs';
-    await this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now);
+    await this.deps.broker.hold(address, this.settings.node, connectedUntil(tab, this.settings.longPollGapMs), now);
     return 'held';
   }
 
@@ -204,11 +214,11 @@ export class Hub implements Delivery {
   detach(address: TabAddress, connection: TabConnection): void {
     const tab = this.tabs.get(address);
     if (!tab?.connections.delete(connection)) return;
-    const now = this.o.clock.now();
+    const now = this.deps.clock.now();
     tab.lastSeen = now;
     if (hasOpen(tab)) return;
     // The last connection here left: tell the broker until when the tab still counts as connected here.
-    this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), now).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
+    this.deps.broker.hold(address, this.settings.node, connectedUntil(tab, this.settings.longPollGapMs), now).catch((err: unknown) => this.deps.log.warn({ err }, 'presence update failed'));
   }
 
   /** A connection declared dead (its closing handshake may never end): the tab no longer counts as connected through it. */
@@ -217,14 +227,14 @@ export class Hub implements Delivery {
     if (!tab) return;
     tab.connections.delete(connection);
     if (hasOpen(tab)) return;
-    this.o.broker.hold(address, this.o.node, connectedUntil(tab, this.o.longPollGapMs), this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'presence update failed'));
+    this.deps.broker.hold(address, this.settings.node, connectedUntil(tab, this.settings.longPollGapMs), this.deps.clock.now()).catch((err: unknown) => this.deps.log.warn({ err }, 'presence update failed'));
   }
 
   /** A ping or poll: the tab is alive (`connection`: the one that pinged; its page stayed after its greeting). */
   touch(address: TabAddress, connection?: TabConnection): void {
     if (connection !== undefined) this.reloads.stayed(connection);
     const tab = this.tabs.get(address);
-    if (tab) tab.lastSeen = this.o.clock.now();
+    if (tab) tab.lastSeen = this.deps.clock.now();
   }
 
   /**
@@ -237,18 +247,18 @@ export class Hub implements Delivery {
     if (connection !== undefined) this.reloads.left(address, connection);
     const tab = this.tabs.get(address);
     if (tab) this.tabs.remove(tab);
-    this.o.onRelease?.(address);
+    this.deps.onRelease?.(address);
     await this.dropPresence(address);
   }
 
   /** Whether some node holds the tab for the session (registered, not released or forgotten). */
   async holds(address: TabAddress): Promise<boolean> {
-    return (await this.o.broker.presence(address, this.o.clock.now())).held;
+    return (await this.deps.broker.presence(address, this.deps.clock.now())).held;
   }
 
   /** Whether an event for the address would be written to a connection now (or, for long-poll, at the next poll), on any node. */
   async isConnected(address: TabAddress): Promise<boolean> {
-    return (await this.o.broker.presence(address, this.o.clock.now())).connected;
+    return (await this.deps.broker.presence(address, this.deps.clock.now())).connected;
   }
 
   /** Whether this node holds the tab for the session (registered here, not released or forgotten). */
@@ -259,7 +269,7 @@ export class Hub implements Delivery {
   /** Whether the tab has a live connection on this node (or a long-poll within its gap). */
   isConnectedHere(address: TabAddress): boolean {
     const tab = this.tabs.get(address);
-    return tab !== undefined && connectedUntil(tab, this.o.longPollGapMs) > this.o.clock.now();
+    return tab !== undefined && connectedUntil(tab, this.settings.longPollGapMs) > this.deps.clock.now();
   }
 
   /** One tab's state on this node (diagnostics and tests): live connections now, last sign of life. */
@@ -281,17 +291,17 @@ export class Hub implements Delivery {
 
   /** Forgets idle tabs here. Called on a timer and by tests with a moved clock. */
   sweep(): void {
-    const now = this.o.clock.now();
-    const aged = this.o.broker.sweep(now);
+    const now = this.deps.clock.now();
+    const aged = this.deps.broker.sweep(now);
     this.fallBack(aged.unsent);
-    if (aged.expired > 0) this.o.counters?.dropped('expired', aged.expired);
+    if (aged.expired > 0) this.deps.counters?.dropped('expired', aged.expired);
     if (this.retry.pending > 0) void this.retry.retry();
     this.reloads.sweep();
     for (const tab of [...this.tabs.values()]) {
-      if (hasOpen(tab) || now - tab.lastSeen < this.o.tabIdleMs) continue;
+      if (hasOpen(tab) || now - tab.lastSeen < this.settings.tabIdleMs) continue;
       this.tabs.remove(tab);
       const forgotten: Promise<void> = this.forget(tab.address)
-        .catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'))
+        .catch((err: unknown) => this.deps.log.warn({ err, tabId: tab.address.tabId }, 'forgetting a tab failed'))
         .finally(() => this.forgetting.delete(forgotten));
       this.forgetting.add(forgotten);
     }
@@ -319,7 +329,7 @@ export class Hub implements Delivery {
 
   /** The tabs held here with until when each counts as connected, made as they are read. */
   private *held(): Generator<HeldTab> {
-    for (const tab of this.tabs.values()) yield { to: tab.address, connectedUntil: connectedUntil(tab, this.o.longPollGapMs) };
+    for (const tab of this.tabs.values()) yield { to: tab.address, connectedUntil: connectedUntil(tab, this.settings.longPollGapMs) };
   }
 
   /** Addresses of the tabs held here. */
@@ -366,16 +376,16 @@ export class Hub implements Delivery {
     // Nothing can confirm any more: what awaited a confirmation is stored (docs/xmpp.md "Delivered means confirmed").
     await this.confirmations.settleAll();
     const tabs = this.tabs.clear();
-    await Promise.all(tabs.map((tab) => this.dropPresence(tab.address).catch((err: unknown) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'handing a tab over at shutdown failed'))));
+    await Promise.all(tabs.map((tab) => this.dropPresence(tab.address).catch((err: unknown) => this.deps.log.warn({ err, tabId: tab.address.tabId }, 'handing a tab over at shutdown failed'))));
   }
 
   /** This node let the tab go; when no node holds it any more, what hangs on it goes too. */
   private async forget(address: TabAddress): Promise<void> {
-    if ((await this.dropPresence(address)) === 0) this.o.onForget?.(address);
+    if ((await this.dropPresence(address)) === 0) this.deps.onForget?.(address);
   }
 
   private async dropPresence(address: TabAddress): Promise<number> {
-    const { holders, unsent } = await this.o.broker.drop(address, this.o.node, this.o.clock.now());
+    const { holders, unsent } = await this.deps.broker.drop(address, this.settings.node, this.deps.clock.now());
     this.fallBack(unsent);
     return holders;
   }
@@ -388,12 +398,12 @@ export class Hub implements Delivery {
 
   /** Runs `work` after the tab's earlier work; a failure is logged, never passed on to later work. */
   private serially(tab: LocalTab, work: () => Promise<void>): Promise<void> {
-    return inTabOrder(tab, work, (err) => this.o.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'));
+    return inTabOrder(tab, work, (err) => this.deps.log.warn({ err, tabId: tab.address.tabId }, 'writing to a tab failed'));
   }
 
   private fallBack(fallbacks: readonly DeliveryFallback[]): void {
     if (fallbacks.length === 0) return;
-    for (const fallback of fallbacks) this.o.onFallback(fallback);
-    this.o.counters?.fellBack(fallbacks.length);
+    for (const fallback of fallbacks) this.deps.onFallback(fallback);
+    this.deps.counters?.fellBack(fallbacks.length);
   }
 }

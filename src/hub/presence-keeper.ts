@@ -10,22 +10,27 @@ export interface HeldTab {
   connectedUntil: number;
 }
 
-export interface PresenceKeeperOptions {
+/** What the keeper calls: the broker, time, and the hub's view of its tabs and hook. */
+export interface PresenceKeeperDeps {
   broker: Broker;
-  node: string;
   now: () => number;
-  /** How long the broker counts this node alive after a heartbeat (`beat` runs every third of it). */
-  presenceTtlMs: number;
-  /** Each held tab is held again within this time (a few at each `roll`), well inside the broker's `keepAliveMs`. */
-  rollMs: number;
-  /** How often `roll` runs (the slice of tabs per roll follows from it and `rollMs`). */
-  rollEveryMs: number;
   /** The node's tabs now, with until when each counts as connected here, made as they are read. */
   held: () => Iterator<HeldTab>;
   /** How many tabs the node holds. */
   count: () => number;
   /** The broker had lost the stream of a held tab (made again now): catch its connections up, derive results again. */
   onLost: (address: TabAddress) => void;
+}
+
+/** The node's name and the presence periods. */
+export interface PresenceKeeperSettings {
+  node: string;
+  /** How long the broker counts this node alive after a heartbeat (`beat` runs every third of it). */
+  presenceTtlMs: number;
+  /** Each held tab is held again within this time (a few at each `roll`), well inside the broker's `keepAliveMs`. */
+  rollMs: number;
+  /** How often `roll` runs (the slice of tabs per roll follows from it and `rollMs`). */
+  rollEveryMs: number;
 }
 
 /**
@@ -43,7 +48,10 @@ export class PresenceKeeper {
   /** A beat or roll still running (a slow broker) makes the next one a no-op rather than a pile-up. */
   private busy = false;
 
-  constructor(private readonly o: PresenceKeeperOptions) {}
+  constructor(
+    private readonly deps: PresenceKeeperDeps,
+    private readonly settings: PresenceKeeperSettings,
+  ) {}
 
   /** The heartbeat; holds every tab again when the node may have been let go. */
   async beat(): Promise<void> {
@@ -66,23 +74,23 @@ export class PresenceKeeper {
   }
 
   private async beatNow(): Promise<void> {
-    const now = this.o.now();
-    const generation = await this.o.broker.heartbeat(this.o.node, now);
-    const lapsed = this.lastBeat === undefined || now - this.lastBeat >= this.o.presenceTtlMs || generation !== this.generation;
+    const now = this.deps.now();
+    const generation = await this.deps.broker.heartbeat(this.settings.node, now);
+    const lapsed = this.lastBeat === undefined || now - this.lastBeat >= this.settings.presenceTtlMs || generation !== this.generation;
     this.generation = generation;
     this.lastBeat = now;
-    if (lapsed) await this.hold(this.take(this.o.held(), Infinity));
+    if (lapsed) await this.hold(this.take(this.deps.held(), Infinity));
   }
 
   private async rollNow(): Promise<void> {
-    const count = this.o.count();
+    const count = this.deps.count();
     if (count === 0) return;
-    const slice = Math.ceil((count * this.o.rollEveryMs) / this.o.rollMs);
-    this.rolling ??= this.o.held();
+    const slice = Math.ceil((count * this.settings.rollEveryMs) / this.settings.rollMs);
+    this.rolling ??= this.deps.held();
     const next = this.take(this.rolling, slice);
     if (next.length < slice) {
       // The end of the tabs: the next roll starts from the first again.
-      this.rolling = this.o.held();
+      this.rolling = this.deps.held();
       next.push(...this.take(this.rolling, slice - next.length));
     }
     await this.hold(next);
@@ -100,6 +108,6 @@ export class PresenceKeeper {
 
   private async hold(tabs: HeldTab[]): Promise<void> {
     if (tabs.length === 0) return;
-    for (const address of await this.o.broker.refresh(tabs, this.o.node, this.o.now())) this.o.onLost(address);
+    for (const address of await this.deps.broker.refresh(tabs, this.settings.node, this.deps.now())) this.deps.onLost(address);
   }
 }

@@ -24,13 +24,17 @@ export class PublishRetry {
   private running: Promise<void> | undefined;
 
   constructor(
-    private readonly o: {
+    private readonly deps: {
       publish: (to: TabAddress, event: TabEvent, key: string) => Promise<void>;
       now: () => number;
-      maxAgeMs: number;
-      limit: number;
       /** Events given up (too old, or beyond the limit): counted as dropped. */
       onGivenUp: (n: number) => void;
+    },
+    private readonly settings: {
+      /** How long a refused event is offered again (the streams' age bound). */
+      maxAgeMs: number;
+      /** Events held at most (beyond: given up). */
+      limit: number;
     },
   ) {}
 
@@ -41,10 +45,10 @@ export class PublishRetry {
 
   /** Holds an event for another try. */
   add(to: TabAddress, event: TabEvent, key: string): void {
-    if (this.size >= this.o.limit) return this.o.onGivenUp(1);
+    if (this.size >= this.settings.limit) return this.deps.onGivenUp(1);
     const tab = addressKey(to);
     const list = this.held.get(tab) ?? [];
-    list.push({ to, event, key, since: this.o.now() });
+    list.push({ to, event, key, since: this.deps.now() });
     this.held.set(tab, list);
     this.size++;
   }
@@ -63,14 +67,14 @@ export class PublishRetry {
     for (const [key, list] of [...this.held]) {
       while (list.length > 0) {
         const next = list[0]!;
-        if (this.o.now() - next.since > this.o.maxAgeMs) {
+        if (this.deps.now() - next.since > this.settings.maxAgeMs) {
           list.shift();
           this.size--;
-          this.o.onGivenUp(1);
+          this.deps.onGivenUp(1);
           continue;
         }
         try {
-          await this.o.publish(next.to, next.event, next.key);
+          await this.deps.publish(next.to, next.event, next.key);
         } catch {
           break;
         }

@@ -10,23 +10,28 @@ import type { Hub } from './hub.js';
 
 export type RegisterOutcome = 'ok' | 'conflict' | 'too_many_tabs';
 
-export interface TabRegistryOptions {
+/** What the registry calls: the stored bindings and results, the local hub, time. */
+export interface TabRegistryDeps {
   tabs: TabStore;
   codes: Pick<CodeStore, 'recentTabEvents'>;
   hub: Hub;
   clock: Clock;
-  /** How far back a tab new here is given the results of its session's codes again (the stream's age bound). */
-  resultReplayMs: number;
-  /** How long a QR request waits for its tab's Register before it is refused (`awaitRegistration`). */
-  registrationWaitMs: number;
-  /** How long a tab without a connection is held (config `tabIdleSeconds`): a refused binding may be retried after it. */
-  tabIdleMs: number;
   /**
    * Whether an error of the hub's shared broker (Redis in a cluster) means it cannot be reached now: such
    * errors become `shared_state_unavailable`, so the channel treats them as the outage they are. Absent on
    * one node (the memory broker has no outages).
    */
   sharedUnavailable?: (err: unknown) => boolean;
+}
+
+/** The registry's time bounds (from the configuration). */
+export interface TabRegistrySettings {
+  /** How far back a tab new here is given the results of its session's codes again (the stream's age bound). */
+  resultReplayMs: number;
+  /** How long a QR request waits for its tab's Register before it is refused (`awaitRegistration`). */
+  registrationWaitMs: number;
+  /** How long a tab without a connection is held (config `tabIdleSeconds`): a refused binding may be retried after it. */
+  tabIdleMs: number;
 }
 
 /** Pending waits for a Register, at most this many at once (beyond it nobody waits: bounded memory). */
@@ -100,9 +105,12 @@ export class TabRegistry {
   /** The page origin this node last bound each tab from, so a repeat Register skips the store (boundHere). */
   private readonly boundOrigins = new BoundOrigins();
 
-  constructor(private readonly o: TabRegistryOptions) {
-    this.owners = new OwnerCache(() => o.clock.now());
-    this.tickets = new FirstVisitTickets(() => o.clock.now());
+  constructor(
+    private readonly deps: TabRegistryDeps,
+    private readonly settings: TabRegistrySettings,
+  ) {
+    this.owners = new OwnerCache(() => deps.clock.now());
+    this.tickets = new FirstVisitTickets(() => deps.clock.now());
   }
 
   /**
@@ -111,7 +119,7 @@ export class TabRegistry {
    * URL the client sent (Register frame, long-poll body).
    */
   async register(tabId: string, session: string, connection: TabConnection, location: string, lastEventId?: number): Promise<RegisterOutcome> {
-    const { tabs, hub, clock } = this.o;
+    const { tabs, hub, clock } = this.deps;
     const address = { tabId, session };
     const origin = originOfLocation(location);
     const bound = this.boundHere(address, origin) ? 'bound' : await tabs.bind(tabId, session, clock.now(), origin);
@@ -143,7 +151,7 @@ export class TabRegistry {
     try {
       return await step();
     } catch (err) {
-      throw this.o.sharedUnavailable?.(err) ? sharedStateUnavailable(err) : err;
+      throw this.deps.sharedUnavailable?.(err) ? sharedStateUnavailable(err) : err;
     }
   }
 
@@ -152,7 +160,7 @@ export class TabRegistry {
    * removed before the connection's next frame is handled); see Hub.release for what stays.
    */
   async unregister(address: TabAddress, connection?: TabConnection): Promise<void> {
-    await this.shared(() => this.o.hub.release(address, connection));
+    await this.shared(() => this.deps.hub.release(address, connection));
     await this.removeBinding(address);
   }
 
@@ -160,7 +168,7 @@ export class TabRegistry {
   async removeBinding(address: TabAddress): Promise<void> {
     this.owners.delete(address.tabId);
     this.boundOrigins.forget(address);
-    await this.o.tabs.remove(address.tabId, address.session);
+    await this.deps.tabs.remove(address.tabId, address.session);
   }
 
   /**
@@ -171,7 +179,7 @@ export class TabRegistry {
    * cookie-less QR requests follow the page (TabStore.bind); a location without an origin changes nothing.
    */
   private boundHere(address: TabAddress, origin: string | null): boolean {
-    return this.o.hub.holdsHere(address) && this.boundOrigins.matches(address, origin);
+    return this.deps.hub.holdsHere(address) && this.boundOrigins.matches(address, origin);
   }
 
   /**
@@ -180,13 +188,13 @@ export class TabRegistry {
    * boundHere): the store is not asked.
    */
   async isBound(tabId: string, session: string | undefined): Promise<boolean> {
-    if (session !== undefined && this.o.hub.holdsHere({ tabId, session })) return true;
-    return (await this.o.tabs.sessionOf(tabId)) !== undefined;
+    if (session !== undefined && this.deps.hub.holdsHere({ tabId, session })) return true;
+    return (await this.deps.tabs.sessionOf(tabId)) !== undefined;
   }
 
   /** Seconds after which a session refused for its tab limit may try again: its idle tabs are let go by then. */
   get tabLimitRetryAfter(): number {
-    return Math.ceil(this.o.tabIdleMs / 1000);
+    return Math.ceil(this.settings.tabIdleMs / 1000);
   }
 
   /**
@@ -199,19 +207,19 @@ export class TabRegistry {
     // A tab this node holds for the session is bound to that session: a binding is removed only once no
     // node holds the tab. So a page's QR refreshes (one every 2 s, just past the owner cache's lifetime)
     // need no store look-up while its connection is here.
-    if (this.o.hub.holdsHere({ tabId, session })) return { tabId, session };
-    const owner = this.owners.get(tabId) ?? (await this.o.tabs.sessionOf(tabId));
+    if (this.deps.hub.holdsHere({ tabId, session })) return { tabId, session };
+    const owner = this.owners.get(tabId) ?? (await this.deps.tabs.sessionOf(tabId));
     if (owner === undefined) {
       if (!o.bindIfFree) throw new TabwireError('tab_not_registered', `Tab "${tabId}" is not registered`);
       // Only a Register of this session can ever receive what is addressed to the tab from now on.
-      const bound = await this.o.tabs.bind(tabId, session, this.o.clock.now(), o.origin);
+      const bound = await this.deps.tabs.bind(tabId, session, this.deps.clock.now(), o.origin);
       if (bound === 'conflict') throw new TabwireError('tab_session_mismatch', `Tab "${tabId}" belongs to another session`);
       const address = { tabId, session };
       // Held here like a registered tab whose page has not connected yet: it counts toward the session's
       // tabsPerSession and is let go after tabIdleSeconds without a connection (its binding with it).
-      if ((await this.shared(() => this.o.hub.reserve(address))) === 'too_many_tabs') {
+      if ((await this.shared(() => this.deps.hub.reserve(address))) === 'too_many_tabs') {
         if (bound === 'created') await this.removeBinding(address);
-        throw new TabwireError('tab_limit_reached', undefined, { retryAfter: Math.ceil(this.o.tabIdleMs / 1000) });
+        throw new TabwireError('tab_limit_reached', undefined, { retryAfter: Math.ceil(this.settings.tabIdleMs / 1000) });
       }
       this.owners.set(tabId, session);
       return address;
@@ -226,7 +234,7 @@ export class TabRegistry {
    * whose outage is `shared_state_unavailable`.
    */
   holds(address: TabAddress): Promise<boolean> {
-    return this.shared(() => this.o.hub.holds(address));
+    return this.shared(() => this.deps.hub.holds(address));
   }
 
   /**
@@ -245,11 +253,11 @@ export class TabRegistry {
         if (set.size === 0 && this.waiters.get(tabId) === set) this.waiters.delete(tabId);
         resolve();
       };
-      const timer = setTimeout(done, this.o.registrationWaitMs);
+      const timer = setTimeout(done, this.settings.registrationWaitMs);
       set.add(done);
       const look = (): void => {
         if (!set.has(done)) return;
-        this.o.tabs.sessionOf(tabId).then(
+        this.deps.tabs.sessionOf(tabId).then(
           (owner) => (owner === undefined ? setTimeout(look, BINDING_POLL_MS).unref() : done()),
           () => undefined,
         );
@@ -271,14 +279,14 @@ export class TabRegistry {
 
   /** Waits (bounded) for the first Register of a tab nobody holds. */
   private async nextRegistration(tabId: string, origin: string): Promise<string | undefined> {
-    if ((await this.o.tabs.sessionOf(tabId)) !== undefined) return undefined;
+    if ((await this.deps.tabs.sessionOf(tabId)) !== undefined) return undefined;
     await this.awaitRegistration(tabId);
     const session = this.tickets.take(tabId, origin);
     if (session !== undefined) return session;
     // Registered through another node of a cluster while this request waited (it was free when it came). A
     // Register here leaves a ticket, so a binding held here without one was taken by an earlier request.
-    const binding = await this.o.tabs.bindingOf(tabId);
-    if (binding === undefined || binding.origin !== origin || this.o.hub.holdsHere({ tabId, session: binding.session })) return undefined;
+    const binding = await this.deps.tabs.bindingOf(tabId);
+    if (binding === undefined || binding.origin !== origin || this.deps.hub.holdsHere({ tabId, session: binding.session })) return undefined;
     return binding.session;
   }
 
@@ -296,10 +304,10 @@ export class TabRegistry {
   }
 
   private async replayResults(address: TabAddress): Promise<void> {
-    const since = this.o.clock.now() - this.o.resultReplayMs;
-    for (const record of await this.o.codes.recentTabEvents(address.tabId, address.session, since)) {
+    const since = this.deps.clock.now() - this.settings.resultReplayMs;
+    for (const record of await this.deps.codes.recentTabEvents(address.tabId, address.session, since)) {
       // Under the result's own key: an event still in the stream is not appended again.
-      await this.o.hub.deliver(address, record.event, undefined, resultPublishKey(record.code));
+      await this.deps.hub.deliver(address, record.event, undefined, resultPublishKey(record.code));
     }
   }
 }

@@ -7,7 +7,8 @@ import type { TabAddress } from '../protocol/address.js';
 import type { TabConnection } from './connection.js';
 import { prune, type LocalTab } from './local-tab.js';
 
-export interface TabWriterOptions {
+/** What the writer calls: the broker, time, log, and the hub's hooks (all of them dependencies). */
+export interface TabWriterDeps {
   broker: Broker;
   now: () => number;
   log: Logger;
@@ -25,7 +26,7 @@ export interface TabWriterOptions {
  * streams"). The hub runs these per tab one after another, so no two interleave.
  */
 export class TabWriter {
-  constructor(private readonly o: TabWriterOptions) {}
+  constructor(private readonly deps: TabWriterDeps) {}
 
   /**
    * A new event of the tab: written to each connection whose cursor is just before it; a gap is read from
@@ -99,9 +100,9 @@ export class TabWriter {
   }
 
   private async read(address: TabAddress, afterId: number | undefined): Promise<StreamRead> {
-    const read = await this.o.broker.read(address, afterId, this.o.now());
-    this.o.fallBack(read.unsent);
-    if (read.expired > 0) this.o.dropped('expired', read.expired);
+    const read = await this.deps.broker.read(address, afterId, this.deps.now());
+    this.deps.fallBack(read.unsent);
+    if (read.expired > 0) this.deps.dropped('expired', read.expired);
     return read;
   }
 
@@ -122,7 +123,7 @@ export class TabWriter {
     }
     if (awaiting.length > 0) {
       const written = frames.filter((f) => awaiting.includes(f.id)).map((f) => f.id);
-      if (written.length > 0) this.o.awaiting(tab.address, connection, written);
+      if (written.length > 0) this.deps.awaiting(tab.address, connection, written);
     }
     const ids = frames.filter((f) => typeof f.id === 'number').map((f) => f.id);
     const last = Math.max(through ?? 0, ...ids);
@@ -133,6 +134,6 @@ export class TabWriter {
   }
 
   private markSent(address: TabAddress, id: number): void {
-    this.o.broker.markSent(address, id).catch((err: unknown) => this.o.log.warn({ err }, 'marking events sent failed'));
+    this.deps.broker.markSent(address, id).catch((err: unknown) => this.deps.log.warn({ err }, 'marking events sent failed'));
   }
 }

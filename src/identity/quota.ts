@@ -1,10 +1,10 @@
 import { TabwireError } from '../errors.js';
 import type { IdentityState } from '../store/stores.js';
 
-export interface IdentityQuotaOptions {
+/** What the quota calls: the stored count, and the metrics hook. */
+export interface IdentityQuotaDeps {
   /** Identities of an account in the store that count against the limit (see LIVE_STATES). */
   count: (accountId: string) => Promise<number>;
-  limit: number;
   /** Told of every application refused because the account is full (metrics). */
   onRefused?: () => void;
 }
@@ -26,21 +26,21 @@ export const LIVE_STATES: readonly IdentityState[] = ['Created', 'Approved'];
 export class IdentityQuota {
   private readonly inProgress = new Map<string, number>();
 
-  constructor(private readonly o: IdentityQuotaOptions) {}
-
-  get limit(): number {
-    return this.o.limit;
-  }
+  /** `limit`: identities an account may hold (config `identitiesPerAccount`). */
+  constructor(
+    private readonly deps: IdentityQuotaDeps,
+    readonly limit: number,
+  ) {}
 
   /** Runs `apply` holding a slot of the account's quota; 507 `identity_limit_reached` when it is full. */
   async within<T>(accountId: string, apply: () => Promise<T>): Promise<T> {
     this.inProgress.set(accountId, (this.inProgress.get(accountId) ?? 0) + 1);
     try {
-      const held = (await this.o.count(accountId)) + this.inProgress.get(accountId)!;
-      if (held > this.o.limit) {
-        this.o.onRefused?.();
-        throw new TabwireError('identity_limit_reached', `An account may hold ${this.o.limit} identities; rejected, obsoleted and compromised ones do not count`, {
-          limit: this.o.limit,
+      const held = (await this.deps.count(accountId)) + this.inProgress.get(accountId)!;
+      if (held > this.limit) {
+        this.deps.onRefused?.();
+        throw new TabwireError('identity_limit_reached', `An account may hold ${this.limit} identities; rejected, obsoleted and compromised ones do not count`, {
+          limit: this.limit,
         });
       }
       return await apply();

@@ -28,20 +28,20 @@ export class SerializedJson {
  * `<publicBaseUrl>/QuickLogin/Sign/<code>`, drawn `modulePixels` to a module.
  */
 export class QrAnswers {
-  constructor(private readonly o: { publicBaseUrl: string; modulePixels: number }) {}
+  constructor(private readonly settings: { publicBaseUrl: string; modulePixels: number }) {}
 
   signUrl(code: string): string {
-    return `${this.o.publicBaseUrl}/QuickLogin/Sign/${code}`;
+    return `${this.settings.publicBaseUrl}/QuickLogin/Sign/${code}`;
   }
 
   answer(mode: QrMode, code: string): QrResponse | SerializedJson {
     if (mode !== 'image') return new SerializedJson(this.encodedAnswer(mode, code));
     const signUrl = this.signUrl(code);
     // No encoding here: the size follows from the URL's length (qr-matrix.ts); the PNG is made on GET.
-    const side = pngSide(qrSizeFor(signUrl), this.o.modulePixels);
+    const side = pngSide(qrSizeFor(signUrl), this.settings.modulePixels);
     // Absolute on the public base: existing pages put `src` into <img src> as given, so a relative
     // one would load from the page's own host (docs/signing.md "QR images").
-    return { signUrl, src: `${this.o.publicBaseUrl}/QuickLogin/Qr/${code}.png`, width: side, height: side };
+    return { signUrl, src: `${this.settings.publicBaseUrl}/QuickLogin/Qr/${code}.png`, width: side, height: side };
   }
 
   /** The whole answer of a `text` or `base64` request for `code`, as JSON bytes. */
@@ -49,14 +49,14 @@ export class QrAnswers {
     const signUrl = this.signUrl(code);
     const matrix = encodeQr(signUrl);
     if (mode === 'text') return textAnswerJson(signUrl, matrix);
-    const side = pngSide(matrix.size, this.o.modulePixels);
-    const base64 = renderPng(matrix, this.o.modulePixels).toString('base64');
+    const side = pngSide(matrix.size, this.settings.modulePixels);
+    const base64 = renderPng(matrix, this.settings.modulePixels).toString('base64');
     const answer: QrResponse = { signUrl, base64, contentType: 'image/png', width: side, height: side };
     return Buffer.from(JSON.stringify(answer));
   }
 
   /** The code's PNG (in `palette`, default black on white). */
   png(code: string, palette?: QrPalette): Buffer {
-    return renderPng(encodeQr(this.signUrl(code)), this.o.modulePixels, palette);
+    return renderPng(encodeQr(this.signUrl(code)), this.settings.modulePixels, palette);
   }
 }

@@ -6,7 +6,7 @@ import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
 import { QrAnswers, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
 import { QrStock } from './qr-stock.js';
-import type { QuickLoginOptions } from './quicklogin-options.js';
+import type { QuickLoginDeps, QuickLoginSettings } from './quicklogin-options.js';
 
 /** A QR request (docs/signing.md), already schema-validated. */
 export interface QrRequest {
@@ -27,22 +27,13 @@ export interface Caller {
   origin: string | null;
 }
 
-/** What issuing codes needs of QuickLogin's options. */
-export type QrIssuanceOptions = Pick<
-  QuickLoginOptions,
-  | 'store'
-  | 'clock'
-  | 'publicBaseUrl'
-  | 'codeValidityMs'
-  | 'codeScanSeconds'
-  | 'modulePixels'
-  | 'encoderThread'
-  | 'countAnswer'
-  | 'allowCookielessQrRequests'
-  | 'backend'
-  | 'awaitTab'
-  | 'firstVisit'
-  | 'ownTab'
+/** What issuing codes calls, of QuickLogin's dependencies. */
+export type QrIssuanceDeps = Pick<QuickLoginDeps, 'store' | 'clock' | 'countAnswer' | 'backend' | 'awaitTab' | 'firstVisit' | 'ownTab'>;
+
+/** What issuing codes reads of QuickLogin's settings. */
+export type QrIssuanceSettings = Pick<
+  QuickLoginSettings,
+  'publicBaseUrl' | 'codeValidityMs' | 'codeScanSeconds' | 'modulePixels' | 'encoderThread' | 'allowCookielessQrRequests'
 >;
 
 /**
@@ -54,13 +45,16 @@ export class QrIssuance {
   private readonly qr: QrAnswers;
   private readonly stock: QrStock;
 
-  constructor(private readonly o: QrIssuanceOptions) {
-    this.qr = new QrAnswers({ publicBaseUrl: o.publicBaseUrl, modulePixels: o.modulePixels });
+  constructor(
+    private readonly deps: QrIssuanceDeps,
+    private readonly settings: QrIssuanceSettings,
+  ) {
+    this.qr = new QrAnswers({ publicBaseUrl: settings.publicBaseUrl, modulePixels: settings.modulePixels });
     this.stock = new QrStock({
-      publicBaseUrl: o.publicBaseUrl,
-      modulePixels: o.modulePixels,
-      enabled: o.encoderThread,
-      newCode: () => newCode(o.clock.now()),
+      publicBaseUrl: settings.publicBaseUrl,
+      modulePixels: settings.modulePixels,
+      enabled: settings.encoderThread,
+      newCode: () => newCode(deps.clock.now()),
     });
   }
 
@@ -78,12 +72,12 @@ export class QrIssuance {
    * records the session that holds the tab now: its result goes to that session's tab only.
    */
   async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse | SerializedJson> {
-    if (request.serviceId !== '') await this.o.backend.check(request.serviceId);
+    if (request.serviceId !== '') await this.deps.backend.check(request.serviceId);
     const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
-    const now = this.o.clock.now();
+    const now = this.deps.clock.now();
     // Taken once the request is known to be good, so no ready answer is spent on a refused one.
     const ready = request.mode === 'image' ? undefined : this.stock.take(request.mode);
-    if (request.mode !== 'image') this.o.countAnswer?.(ready ? 'ahead' : 'on_request');
+    if (request.mode !== 'image') this.deps.countAnswer?.(ready ? 'ahead' : 'on_request');
     const code = ready?.code ?? newCode(now);
     const record: LoginCode = {
       code,
@@ -98,15 +92,15 @@ export class QrIssuance {
       agentApiTimeout: request.agentApiTimeout === undefined ? null : clampSeconds(request.agentApiTimeout),
       nonce: newNonce(),
       createdAt: now,
-      expiresAt: now + this.o.codeValidityMs,
+      expiresAt: now + this.settings.codeValidityMs,
       state: 'pending',
       legalId: null,
       signedAt: null,
-      scanSeconds: effectiveScanSeconds(this.o.codeScanSeconds, request.scanSeconds),
+      scanSeconds: effectiveScanSeconds(this.settings.codeScanSeconds, request.scanSeconds),
       fetchedAt: null,
       bindingHash: null,
     };
-    await this.o.store.codes.insert(record);
+    await this.deps.store.codes.insert(record);
     return ready ? new SerializedJson(ready.answer) : this.qr.answer(request.mode, code);
   }
 
@@ -117,23 +111,23 @@ export class QrIssuance {
   private async tabSession(tab: string, caller: Caller): Promise<string> {
     if (caller.sessionHash !== null) {
       // A QR request may come before the tab's Register (first visit, a slow handshake): it binds the tab.
-      return (await this.o.ownTab(tab, caller.sessionHash, { bindIfFree: true, origin: caller.origin })).session;
+      return (await this.deps.ownTab(tab, caller.sessionHash, { bindIfFree: true, origin: caller.origin })).session;
     }
     if (caller.origin === null) {
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
     }
-    if (!this.o.allowCookielessQrRequests) {
+    if (!this.settings.allowCookielessQrRequests) {
       // A first visit: the page asked before its channel's handshake set the cookie. Answered for the session
       // of the Register that binds the tab around now, from this origin, once (docs/events.md).
-      const session = await this.o.firstVisit(tab, caller.origin);
+      const session = await this.deps.firstVisit(tab, caller.origin);
       if (session !== undefined) return session;
       throw new TabwireError('session_missing', 'A QR request naming a tab must carry the session cookie set when the tab registered');
     }
     // Compatibility switch (docs/events.md): the request may come before the tab's Register; wait for it, bounded.
-    let binding = await this.o.store.tabs.bindingOf(tab);
+    let binding = await this.deps.store.tabs.bindingOf(tab);
     if (binding === undefined) {
-      await this.o.awaitTab(tab);
-      binding = await this.o.store.tabs.bindingOf(tab);
+      await this.deps.awaitTab(tab);
+      binding = await this.deps.store.tabs.bindingOf(tab);
     }
     if (binding === undefined) throw new TabwireError('tab_not_registered', `Tab "${tab}" is not registered`);
     // Only from the page origin the tab registered from; its result goes to the session holding the tab
@@ -147,8 +141,8 @@ export class QrIssuance {
   /** The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached; undefined otherwise. */
   async qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
-    const record = await this.o.store.codes.get(code);
-    const now = this.o.clock.now();
+    const record = await this.deps.store.codes.get(code);
+    const now = this.deps.clock.now();
     if (!record || record.expiresAt <= now) return undefined;
     const png = this.qr.png(code, palette);
     return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };

@@ -20,23 +20,15 @@ export interface BackendMode {
   settleWith(callback: Callback, settle: (toStore: CallbackToStore) => Promise<boolean>): Promise<boolean>;
 }
 
-export interface QuickLoginOptions {
+/** What QuickLogin calls: the store, the tabs' delivery, time, the server's signer, backend mode and the tab registry's rules. */
+export interface QuickLoginDeps {
   store: Store;
   delivery: Delivery;
   clock: Clock;
   signer: ServerSigner;
   log: Logger;
-  publicBaseUrl: string;
-  codeValidityMs: number;
-  /** Config `codeScanSeconds` (0: off): the scan freshness of every code, which a request may tighten (docs/relay.md). */
-  codeScanSeconds: number;
-  modulePixels: number;
-  /** Config `qrEncoderThread`: under load, `text` and `base64` answers are made ahead on a thread (qr-stock.ts). */
-  encoderThread: boolean;
   /** Counts a `text` or `base64` answer by where it was made (`tabwire_qr_answers_total`, docs/metrics.md). */
   countAnswer?: (made: 'ahead' | 'on_request') => void;
-  /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
-  allowCookielessQrRequests: boolean;
   /** Backend mode: registrations and the callback outbox. */
   backend: BackendMode;
   /** Resolves when the tab registers, or after a bounded wait (cookie-less QR requests that beat their tab's Register). */
@@ -52,4 +44,17 @@ export interface QuickLoginOptions {
    * (`tabwire_signature_delivery_seconds`, docs/metrics.md). Not stopped for a refused signature.
    */
   timeSignature?: () => (outcome: 'approved' | 'rejected') => void;
+}
+
+/** QuickLogin's address, code lifetimes, QR rendering and request policy (from the configuration). */
+export interface QuickLoginSettings {
+  publicBaseUrl: string;
+  codeValidityMs: number;
+  /** Config `codeScanSeconds` (0: off): the scan freshness of every code, which a request may tighten (docs/relay.md). */
+  codeScanSeconds: number;
+  modulePixels: number;
+  /** Config `qrEncoderThread`: under load, `text` and `base64` answers are made ahead on a thread (qr-stock.ts). */
+  encoderThread: boolean;
+  /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */
+  allowCookielessQrRequests: boolean;
 }

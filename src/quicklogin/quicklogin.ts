@@ -12,12 +12,12 @@ import { CODE_PATTERN } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
 import type { SerializedJson, QrResponse } from './qr-answer.js';
 import { QrIssuance, type Caller, type QrRequest } from './qr-issuance.js';
-import type { QuickLoginOptions } from './quicklogin-options.js';
+import type { QuickLoginDeps, QuickLoginSettings } from './quicklogin-options.js';
 import { buildResult, parseFilter } from './result.js';
 
 export { QR_MODES, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
 export type { Caller, QrRequest } from './qr-issuance.js';
-export type { BackendMode, QuickLoginOptions } from './quicklogin-options.js';
+export type { BackendMode, QuickLoginDeps, QuickLoginSettings } from './quicklogin-options.js';
 
 /** What a signing app is shown before it signs (GET /QuickLogin/Sign/{code}). */
 export type { SignInfo };
@@ -33,9 +33,12 @@ export class QuickLogin {
   private readonly serviceHost: string;
   private readonly issuance: QrIssuance;
 
-  constructor(private readonly o: QuickLoginOptions) {
-    this.serviceHost = new URL(o.publicBaseUrl).host;
-    this.issuance = new QrIssuance(o);
+  constructor(
+    private readonly deps: QuickLoginDeps,
+    private readonly settings: QuickLoginSettings,
+  ) {
+    this.serviceHost = new URL(settings.publicBaseUrl).host;
+    this.issuance = new QrIssuance(deps, settings);
   }
 
   /** Stops the encoder thread (at shutdown). */
@@ -74,7 +77,7 @@ export class QuickLogin {
       if (bindingMatches(presentedBinding, record.bindingHash)) return { ...info, binding: presentedBinding! };
       throw new TabwireError('code_bound', 'Another signing app has already fetched this login code; scan the code the page shows now');
     }
-    const now = this.o.clock.now();
+    const now = this.deps.clock.now();
     if (now - record.createdAt > record.scanSeconds * 1000) {
       throw new TabwireError(
         'code_too_old',
@@ -83,7 +86,7 @@ export class QuickLogin {
     }
     const token = newBindingToken();
     // One conditional UPDATE decides between apps fetching at once: exactly one gets a token.
-    if (await this.o.store.codes.bind(code, hashBinding(token), now)) return { ...info, binding: token };
+    if (await this.deps.store.codes.bind(code, hashBinding(token), now)) return { ...info, binding: token };
     await this.usableCode(code);
     throw new TabwireError('code_bound', 'Another signing app has already fetched this login code; scan the code the page shows now');
   }
@@ -112,11 +115,11 @@ export class QuickLogin {
    * settles the code; the result goes to the tab through the hub.
    */
   async sign(code: string, signature: Signature, presentedBinding?: string): Promise<{ state: 'approved' | 'rejected' }> {
-    const delivered = this.o.timeSignature?.();
+    const delivered = this.deps.timeSignature?.();
     // The code and the identity are read at once: one round trip to a shared store instead of two
     // (docs/benchmarks.md#cluster-round-trips: each sequential round trip adds to the signature's tail). A failed
     // identity look-up waits for the code's check, so a bad code is still reported first.
-    const identityRead = this.o.store.identities.get(signature.legalId);
+    const identityRead = this.deps.store.identities.get(signature.legalId);
     identityRead.catch(() => undefined);
     const record = await this.signableCode(code);
     // A scan-limited code is signed only by the app its first fetch bound it to (docs/relay.md). The
@@ -131,7 +134,7 @@ export class QuickLogin {
     }
     const identity = await identityRead;
     if (!identity) throw new TabwireError('identity_not_found', `Identity "${signature.legalId}" does not exist`);
-    const now = this.o.clock.now();
+    const now = this.deps.clock.now();
     if (!maySign(identity, now)) {
       throw new TabwireError('identity_not_approved', `Identity "${identity.id}" is ${identity.state}; only an Approved identity may sign`);
     }
@@ -149,17 +152,17 @@ export class QuickLogin {
     const tabEvent =
       record.tabId === '' || record.sessionHash === null || (record.serviceId !== '' && result) ? undefined : this.tabEventFor(record, identity.id, result);
     const settle = (toStore?: CallbackToStore) =>
-      this.o.store.codes.settle(code, { state, legalId: identity.id, now, ...(toStore ? { callback: toStore } : {}), ...(tabEvent ? { tabEvent } : {}) });
+      this.deps.store.codes.settle(code, { state, legalId: identity.id, now, ...(toStore ? { callback: toStore } : {}), ...(tabEvent ? { tabEvent } : {}) });
     // Backend mode: the callback is stored in the transaction that settles the code, so it exists only for
     // the one signature that won, and an accepted signature's callback is never lost.
-    const callback = result && record.serviceId !== '' ? await this.o.backend.prepare(record, result) : undefined;
-    const settled = callback ? await this.o.backend.settleWith(callback, settle) : await settle();
+    const callback = result && record.serviceId !== '' ? await this.deps.backend.prepare(record, result) : undefined;
+    const settled = callback ? await this.deps.backend.settleWith(callback, settle) : await settle();
     if (!settled) {
       // Lost a race with another signature, or expired meanwhile: report which.
       await this.usableCode(code);
       throw new TabwireError('code_already_used');
     }
-    this.o.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callback !== undefined }, 'login code settled');
+    this.deps.log.info({ code: code.slice(0, 6), legalId: identity.id, state, backend: callback !== undefined }, 'login code settled');
     // Only the session that asked for the code hears of it, even if another session holds the tab id now.
     // In backend mode the tab hears SignatureReceivedBE from the outbox once the backend accepted it.
     if (tabEvent && (await this.publishResult(record, tabEvent))) delivered?.(state);
@@ -175,10 +178,10 @@ export class QuickLogin {
    */
   private async publishResult(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
     if (record.tabId === '' || record.sessionHash === null) return false;
-    const taken = await this.o.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent, undefined, resultPublishKey(record.code));
+    const taken = await this.deps.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent, undefined, resultPublishKey(record.code));
     if (!taken) return false;
     // A lost mark costs one more publish under the same key, which the stream answers without a copy.
-    await this.o.store.codes.markPublished(record.code, this.o.clock.now()).catch((err: unknown) => this.o.log.warn({ err }, 'marking a result published failed'));
+    await this.deps.store.codes.markPublished(record.code, this.deps.clock.now()).catch((err: unknown) => this.deps.log.warn({ err }, 'marking a result published failed'));
     return true;
   }
 
@@ -196,12 +199,12 @@ export class QuickLogin {
       propertyFilter: record.propertyFilter,
       attachmentFilter: record.attachmentFilter,
       clientSignature,
-      attachmentUrlPrefix: `${this.o.publicBaseUrl}/QuickLogin/Attachment/${record.code}`,
+      attachmentUrlPrefix: `${this.settings.publicBaseUrl}/QuickLogin/Attachment/${record.code}`,
       agentToken:
         record.agentApiTimeout !== null && identity.accountId !== null
-          ? await this.o.issueAgentToken(identity.accountId, record.agentApiTimeout)
+          ? await this.deps.issueAgentToken(identity.accountId, record.agentApiTimeout)
           : undefined,
-      signServer: (unsigned) => this.o.signer.signJson(unsigned),
+      signServer: (unsigned) => this.deps.signer.signJson(unsigned),
     });
   }
 
@@ -211,12 +214,12 @@ export class QuickLogin {
    * one the result included (docs/agent-api.md "Attachments").
    */
   async resultAttachment(code: string, attachmentId: string, sessionHash: string | null, freshMs: number) {
-    const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
-    const fresh = record?.state === 'approved' && record.signedAt !== null && this.o.clock.now() - record.signedAt < freshMs;
+    const record = CODE_PATTERN.test(code) ? await this.deps.store.codes.get(code) : undefined;
+    const fresh = record?.state === 'approved' && record.signedAt !== null && this.deps.clock.now() - record.signedAt < freshMs;
     if (!record || !fresh || record.sessionHash === null || record.sessionHash !== sessionHash) {
       throw new TabwireError('not_found', 'No such attachment for this session, or the result is no longer fresh');
     }
-    const attachment = await this.o.store.attachments.get(attachmentId);
+    const attachment = await this.deps.store.attachments.get(attachmentId);
     const allowed = parseFilter(record.attachmentFilter);
     if (!attachment || attachment.identityId !== record.legalId || (allowed && !allowed.has(attachment.fileName))) {
       throw new TabwireError('not_found', 'No such attachment for this session, or the result is no longer fresh');
@@ -232,21 +235,21 @@ export class QuickLogin {
    * is told" (docs/signing.md "Refusals").
    */
   private async signableCode(code: string): Promise<LoginCode> {
-    const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
+    const record = CODE_PATTERN.test(code) ? await this.deps.store.codes.get(code) : undefined;
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') {
       if (record.tabEvent && record.published === false) await this.publishResult(record, record.tabEvent);
       throw new TabwireError('code_already_used');
     }
-    if (record.expiresAt <= this.o.clock.now()) throw new TabwireError('code_expired');
+    if (record.expiresAt <= this.deps.clock.now()) throw new TabwireError('code_expired');
     return record;
   }
 
   private async usableCode(code: string): Promise<LoginCode> {
-    const record = CODE_PATTERN.test(code) ? await this.o.store.codes.get(code) : undefined;
+    const record = CODE_PATTERN.test(code) ? await this.deps.store.codes.get(code) : undefined;
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') throw new TabwireError('code_already_used');
-    if (record.expiresAt <= this.o.clock.now()) throw new TabwireError('code_expired');
+    if (record.expiresAt <= this.deps.clock.now()) throw new TabwireError('code_expired');
     return record;
   }
 

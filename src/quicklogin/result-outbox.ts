@@ -6,11 +6,16 @@ import type { CodeStore } from '../store/stores.js';
 /** Owed results published per sweep at most; the rest wait for the next sweep (a bounded burst after an outage). */
 const SWEEP_LIMIT = 200;
 
-export interface ResultOutboxOptions {
+/** What the outbox calls: the settled codes, the tabs' delivery, time, log. */
+export interface ResultOutboxDeps {
   codes: Pick<CodeStore, 'unpublished' | 'markPublished'>;
   delivery: Delivery;
   clock: Clock;
   log: Logger;
+}
+
+/** Which settled results the outbox still publishes (by age). */
+export interface ResultOutboxSettings {
   /**
    * Results settled longer ago than this are not published any more: the tab's stream would not keep them
    * either (config `outboxMaxAgeSeconds`), and a tab that registers again is sent them by the replay.
@@ -34,7 +39,10 @@ export class ResultOutbox {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<number> | undefined;
 
-  constructor(private readonly o: ResultOutboxOptions) {}
+  constructor(
+    private readonly deps: ResultOutboxDeps,
+    private readonly settings: ResultOutboxSettings,
+  ) {}
 
   /** Publishes the owed results; resolves with how many are in their tabs' streams now. Runs never overlap. */
   sweep(): Promise<number> {
@@ -44,7 +52,7 @@ export class ResultOutbox {
 
   start(intervalMs: number): void {
     this.timer = setInterval(() => {
-      this.sweep().catch((err: unknown) => this.o.log.warn({ err }, 'the result outbox sweep failed; tried again at the next'));
+      this.sweep().catch((err: unknown) => this.deps.log.warn({ err }, 'the result outbox sweep failed; tried again at the next'));
     }, intervalMs);
     this.timer.unref();
   }
@@ -56,17 +64,17 @@ export class ResultOutbox {
   }
 
   private async pass(): Promise<number> {
-    const now = this.o.clock.now();
-    const owed = await this.o.codes.unpublished(now - this.o.windowMs, now - this.o.graceMs, SWEEP_LIMIT);
+    const now = this.deps.clock.now();
+    const owed = await this.deps.codes.unpublished(now - this.settings.windowMs, now - this.settings.graceMs, SWEEP_LIMIT);
     let published = 0;
     for (const result of owed) {
       const to = { tabId: result.tabId, session: result.sessionHash };
       // Not taken (the broker unreachable): the hub holds it for another try, and the row stays owed.
-      if (!(await this.o.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code)))) continue;
-      await this.o.codes.markPublished(result.code, this.o.clock.now());
+      if (!(await this.deps.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code)))) continue;
+      await this.deps.codes.markPublished(result.code, this.deps.clock.now());
       published++;
     }
-    if (published > 0) this.o.log.info({ published }, 'owed results published from their settlement rows');
+    if (published > 0) this.deps.log.info({ published }, 'owed results published from their settlement rows');
     return published;
   }
 }

@@ -12,7 +12,8 @@ export interface PurgeTask {
   run(now: number): Promise<number>;
 }
 
-export interface PurgeOptions {
+/** What the purge calls: its tasks, time, log, and the metrics hook (all of them dependencies). */
+export interface PurgeDeps {
   tasks: readonly PurgeTask[];
   clock: Clock;
   log: Logger;
@@ -30,8 +31,8 @@ export class Purge {
   private running: Promise<Record<string, number>> | undefined;
   private readonly tasks: PurgeTask[];
 
-  constructor(private readonly o: PurgeOptions) {
-    this.tasks = [...o.tasks];
+  constructor(private readonly deps: PurgeDeps) {
+    this.tasks = [...deps.tasks];
   }
 
   /** Adds a kind of data to purge (at the next run). */
@@ -57,18 +58,18 @@ export class Purge {
   }
 
   private async runTasks(): Promise<Record<string, number>> {
-    const now = this.o.clock.now();
+    const now = this.deps.clock.now();
     const deleted: Record<string, number> = {};
     for (const task of this.tasks) {
       try {
         const count = await task.run(now);
         deleted[task.kind] = count;
-        this.o.onPurged?.(task.kind, count);
+        this.deps.onPurged?.(task.kind, count);
       } catch (err) {
-        this.o.log.error({ err, kind: task.kind }, 'purge task failed');
+        this.deps.log.error({ err, kind: task.kind }, 'purge task failed');
       }
     }
-    if (Object.values(deleted).some((n) => n > 0)) this.o.log.info({ deleted }, 'retention purge');
+    if (Object.values(deleted).some((n) => n > 0)) this.deps.log.info({ deleted }, 'retention purge');
     return deleted;
   }
 }

@@ -36,7 +36,7 @@ export interface AgentArea extends Area {
 /** What the hub does for the agent (createEventsArea's `hooks`): made before the hub, with what needs no hub. */
 export function createAgentTabHooks(config: Config, { store, handlers, log }: { store: Store; handlers: HandlerRegistry; log: Logger }): TabHooks {
   // Logged as the router's, whose part it was (docs/xmpp.md "Delivered means confirmed").
-  const undelivered = new UndeliveredMessages({ messages: store.messages, quota: config.messageQuotaPerAccount, log: log.child({ module: 'agent:router' }) });
+  const undelivered = new UndeliveredMessages({ messages: store.messages, log: log.child({ module: 'agent:router' }) }, config.messageQuotaPerAccount);
   return {
     storeUndelivered: (fallback) => undelivered.store(fallback),
     forgetHandlers: (address) => void handlers.forgetTab(address),
@@ -71,18 +71,19 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
     addressThrottle: limits.addressThrottle,
     onLimited: (limit) => metrics.rateLimited.inc({ limit }),
   });
-  const router = new MessageRouter({
-    componentDomain: config.xmppComponentDomain,
-    accounts: store.accounts,
-    handlers,
-    delivery: hub,
-    // Any node's connection counts (the broker's presence): a handler of a tab on another node is live.
-    isConnected: (address) => hub.isConnected(address),
-    messages: store.messages,
-    clock,
-    log: log.child({ module: 'agent:router' }),
-    quota: config.messageQuotaPerAccount,
-  });
+  const router = new MessageRouter(
+    {
+      accounts: store.accounts,
+      handlers,
+      delivery: hub,
+      // Any node's connection counts (the broker's presence): a handler of a tab on another node is live.
+      isConnected: (address) => hub.isConnected(address),
+      messages: store.messages,
+      clock,
+      log: log.child({ module: 'agent:router' }),
+    },
+    { componentDomain: config.xmppComponentDomain, quota: config.messageQuotaPerAccount },
+  );
   const xmpp = createXmppConnection(config, {
     leases: shared.leases,
     bus: shared.bus,
@@ -105,7 +106,7 @@ export function createAgentArea(config: Config, { shared, hub, registry, tokens,
       if (outcome === 'quota_full') await bounce(message, 'resource-constraint');
     },
   });
-  const messaging = new Messaging({ componentDomain: config.xmppComponentDomain, router, messages: store.messages, toLocal: toInboundMessage, link: xmpp });
+  const messaging = new Messaging({ router, messages: store.messages, toLocal: toInboundMessage, link: xmpp }, config.xmppComponentDomain);
   return {
     accounts,
     router,

@@ -84,45 +84,49 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
     const tracked = write.finally(() => writes.delete(tracked));
     writes.add(tracked);
   };
-  const hub: Hub = new Hub({
-    broker,
-    node: shared.nodeId,
-    clock,
-    log: log.child({ module: 'hub' }),
-    tabIdleMs: config.tabIdleSeconds * 1000,
-    longPollGapMs: LONG_POLL_GAP_MS,
-    presenceTtlMs: shared.presenceTtlMs,
-    rollEveryMs: ROLL_EVERY_MS,
-    outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
-    messageConfirmMs: config.messageConfirmSeconds * 1000,
-    maxTabsPerSession: config.tabsPerSession,
-    // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
-    greeting: () => ({ type: EventTypes.CheckServerInstance, data: instanceId }),
-    counters: metrics.hubCounters,
-    onFallback: (fallback) => {
-      track(hooks.storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed')));
+  const hub: Hub = new Hub(
+    {
+      broker,
+      clock,
+      log: log.child({ module: 'hub' }),
+      // Pages remember the first id and reload when a later one differs (docs/events.md "Restarts").
+      greeting: () => ({ type: EventTypes.CheckServerInstance, data: instanceId }),
+      counters: metrics.hubCounters,
+      onFallback: (fallback) => {
+        track(hooks.storeUndelivered(fallback).catch((err: unknown) => log.error({ err }, 'storing an undelivered message failed')));
+      },
+      // On release the registry removes the binding itself (awaited before the connection's next frame).
+      onRelease: (address) => hooks.forgetHandlers(address),
+      // No node holds the tab any more: its handlers go, and its binding if it is still this session's.
+      onForget: (address) => {
+        hooks.forgetHandlers(address);
+        track(registry.removeBinding(address).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed')));
+      },
+      onStreamLost: (address) => registry.streamLost(address),
     },
-    // On release the registry removes the binding itself (awaited before the connection's next frame).
-    onRelease: (address) => hooks.forgetHandlers(address),
-    // No node holds the tab any more: its handlers go, and its binding if it is still this session's.
-    onForget: (address) => {
-      hooks.forgetHandlers(address);
-      track(registry.removeBinding(address).catch((err: unknown) => log.error({ err, tabId: address.tabId }, 'removing a tab binding failed')));
+    {
+      node: shared.nodeId,
+      tabIdleMs: config.tabIdleSeconds * 1000,
+      longPollGapMs: LONG_POLL_GAP_MS,
+      presenceTtlMs: shared.presenceTtlMs,
+      rollEveryMs: ROLL_EVERY_MS,
+      outboxMaxAgeMs: config.outboxMaxAgeSeconds * 1000,
+      messageConfirmMs: config.messageConfirmSeconds * 1000,
+      maxTabsPerSession: config.tabsPerSession,
     },
-    onStreamLost: (address) => registry.streamLost(address),
-  });
+  );
   metrics.watchHub(() => hub.snapshot());
-  const registry = new TabRegistry({
-    tabs: store.tabs,
-    codes: store.codes,
-    hub,
-    clock,
-    resultReplayMs: config.outboxMaxAgeSeconds * 1000,
-    registrationWaitMs: TAB_REGISTRATION_WAIT_MS,
-    tabIdleMs: config.tabIdleSeconds * 1000,
-    // Redis errors of the broker are an outage of the shared state (docs/redis.md "During a Redis outage").
-    ...(shared.redis ? { sharedUnavailable: redisUnavailable } : {}),
-  });
+  const registry = new TabRegistry(
+    {
+      tabs: store.tabs,
+      codes: store.codes,
+      hub,
+      clock,
+      // Redis errors of the broker are an outage of the shared state (docs/redis.md "During a Redis outage").
+      ...(shared.redis ? { sharedUnavailable: redisUnavailable } : {}),
+    },
+    { resultReplayMs: config.outboxMaxAgeSeconds * 1000, registrationWaitMs: TAB_REGISTRATION_WAIT_MS, tabIdleMs: config.tabIdleSeconds * 1000 },
+  );
   const timers = intervals(
     [() => hub.sweep(), HUB_SWEEP_MS],
     [() => hub.checkConfirmations(), CONFIRM_CHECK_MS],

@@ -35,11 +35,13 @@ export async function createIdentityArea(config: Config, { store, clock, signer,
     validDays: config.identityValidDays,
     autoApprove: config.autoApproveIdentities,
   };
-  const identityQuota = new IdentityQuota({
-    count: (accountId) => store.identities.countFor(accountId, LIVE_STATES),
-    limit: config.identitiesPerAccount,
-    onRefused: () => metrics.quotaExceeded.inc({ limit: 'identities_per_account' }),
-  });
+  const identityQuota = new IdentityQuota(
+    {
+      count: (accountId) => store.identities.countFor(accountId, LIVE_STATES),
+      onRefused: () => metrics.quotaExceeded.inc({ limit: 'identities_per_account' }),
+    },
+    config.identitiesPerAccount,
+  );
   const devIdentity = config.devApprovalEnabled ? await ensureDevIdentity(store, clock, config.legalDomain) : undefined;
   return {
     apply,

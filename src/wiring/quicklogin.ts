@@ -63,59 +63,56 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
   const { store, hub, registry, signer, accounts, devIdentity, clock, metrics, log, leases } = deps;
   const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
   const resolve = deps.resolve ?? systemResolver;
-  const registrations = new BackendRegistrations({ store: store.services, clock, validityMs: config.serviceValiditySeconds * 1000, policy, resolve });
-  const deliverer = new CallbackDeliverer({
-    callbacks: store.callbacks,
-    delivery: hub,
-    clock,
-    log: log.child({ module: 'callbacks' }),
-    metrics: metrics,
-    privateKey: signer.privateKey,
-    policy,
-    resolve,
-    ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
-    retryBaseMs: config.callbackRetryBaseMs,
-    retryCapMs: config.callbackRetryCapMs,
-    connectTimeoutMs: config.callbackConnectTimeoutMs,
-    totalTimeoutMs: config.callbackTimeoutMs,
-    pollMs: config.callbackPollMs,
-  });
+  const registrations = new BackendRegistrations({ store: store.services, clock, resolve }, { validityMs: config.serviceValiditySeconds * 1000, policy });
+  const deliverer = new CallbackDeliverer(
+    { callbacks: store.callbacks, delivery: hub, clock, log: log.child({ module: 'callbacks' }), metrics, resolve },
+    {
+      privateKey: signer.privateKey,
+      policy,
+      ca: config.callbackCaFile === undefined ? undefined : readFileSync(config.callbackCaFile, 'utf8'),
+      retryBaseMs: config.callbackRetryBaseMs,
+      retryCapMs: config.callbackRetryCapMs,
+      connectTimeoutMs: config.callbackConnectTimeoutMs,
+      totalTimeoutMs: config.callbackTimeoutMs,
+      pollMs: config.callbackPollMs,
+    },
+  );
   // The metric's two children, looked up once rather than per QR request.
   const answersMade = { ahead: metrics.qrAnswers.labels('ahead'), on_request: metrics.qrAnswers.labels('on_request') };
-  const quickLogin = new QuickLogin({
-    backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
-    store,
-    delivery: hub,
-    clock,
-    signer,
-    log: log.child({ module: 'quicklogin' }),
-    publicBaseUrl: config.publicBaseUrl,
-    codeValidityMs: config.codeValiditySeconds * 1000,
-    codeScanSeconds: config.codeScanSeconds,
-    modulePixels: config.qrModulePixels,
-    encoderThread: config.qrEncoderThread,
-    countAnswer: (made) => answersMade[made].inc(),
-    allowCookielessQrRequests: config.allowCookielessQrRequests,
-    awaitTab: (tabId) => registry.awaitRegistration(tabId),
-    firstVisit: (tabId, origin) => registry.firstVisitSession(tabId, origin),
-    ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
-    issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
-    // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.
-    timeSignature: () => {
-      const stop = metrics.signatureDelivery.startTimer();
-      return (outcome) => void stop({ outcome });
+  const quickLogin = new QuickLogin(
+    {
+      backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
+      store,
+      delivery: hub,
+      clock,
+      signer,
+      log: log.child({ module: 'quicklogin' }),
+      countAnswer: (made) => answersMade[made].inc(),
+      awaitTab: (tabId) => registry.awaitRegistration(tabId),
+      firstVisit: (tabId, origin) => registry.firstVisitSession(tabId, origin),
+      ownTab: (tabId, session, options) => registry.requireOwner(tabId, session, options),
+      issueAgentToken: (accountId, seconds) => accounts.tokenFor(accountId, seconds),
+      // A monotonic timer (prom-client's startTimer), whatever clock the service runs on.
+      timeSignature: () => {
+        const stop = metrics.signatureDelivery.startTimer();
+        return (outcome) => void stop({ outcome });
+      },
     },
-  });
+    {
+      publicBaseUrl: config.publicBaseUrl,
+      codeValidityMs: config.codeValiditySeconds * 1000,
+      codeScanSeconds: config.codeScanSeconds,
+      modulePixels: config.qrModulePixels,
+      encoderThread: config.qrEncoderThread,
+      allowCookielessQrRequests: config.allowCookielessQrRequests,
+    },
+  );
   // Results owed to tabs by settlements whose node died before publishing them (docs/events.md
   // "Results reach the page once").
-  const outbox = new ResultOutbox({
-    codes: store.codes,
-    delivery: hub,
-    clock,
-    log: log.child({ module: 'quicklogin:outbox' }),
-    windowMs: config.outboxMaxAgeSeconds * 1000,
-    graceMs: RESULT_GRACE_MS,
-  });
+  const outbox = new ResultOutbox(
+    { codes: store.codes, delivery: hub, clock, log: log.child({ module: 'quicklogin:outbox' }) },
+    { windowMs: config.outboxMaxAgeSeconds * 1000, graceMs: RESULT_GRACE_MS },
+  );
   const outboxRunner = runPeriodicallyOncePerCluster(leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), outbox, RESULT_SWEEP_MS, log);
   return {
     quickLogin,

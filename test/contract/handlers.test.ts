@@ -194,17 +194,18 @@ function routerOn(handlers: HandlerRegistry, isLive: (address: TabAddress) => bo
   const account: Account = { id: 'acct', userName: 'agent', passwordHash: '', email: null, state: 'active', createdAt: 0 };
   const stored: string[] = [];
   const delivered: { to: TabAddress; type: string }[] = [];
-  const router = new MessageRouter({
-    componentDomain: 'agents.xmpp.test',
-    accounts: { byUserName: async (name: string) => (name === 'agent' ? account : undefined) } as unknown as AccountStore,
-    handlers,
-    delivery: { deliver: async (to, event) => (delivered.push({ to, type: event.type }), true) },
-    isConnected: isLive,
-    messages: { append: async (m: { content: string }) => (stored.push(m.content), true) } as unknown as MessageStore,
-    clock: systemClock,
-    log: silent,
-    quota: 100,
-  });
+  const router = new MessageRouter(
+    {
+      accounts: { byUserName: async (name: string) => (name === 'agent' ? account : undefined) } as unknown as AccountStore,
+      handlers,
+      delivery: { deliver: async (to, event) => (delivered.push({ to, type: event.type }), true) },
+      isConnected: isLive,
+      messages: { append: async (m: { content: string }) => (stored.push(m.content), true) } as unknown as MessageStore,
+      clock: systemClock,
+      log: silent,
+    },
+    { componentDomain: 'agents.xmpp.test', quota: 100 },
+  );
   return { router, stored, delivered };
 }
 

@@ -44,21 +44,18 @@ export function makeHub(o: { clock?: ManualClock; maxTabsPerSession?: number; ou
   const fellBack: DeliveryFallback[] = [];
   const dropped: Partial<Record<DropReason, number>> = {};
   const broker = new MemoryBroker({ limit: o.outboxLimit ?? 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
-  const hub = new Hub({
-    broker,
-    node: 'node-1',
-    presenceTtlMs: 1e12,
-    outboxMaxAgeMs: 60_000,
-    clock,
-    log: pino({ level: 'silent' }),
-    tabIdleMs: 60_000,
-    longPollGapMs: 10_000,
-    maxTabsPerSession: o.maxTabsPerSession ?? 100,
-    onFallback: (f) => fellBack.push(f),
-    ...(o.greeting ? { greeting: () => o.greeting! } : {}),
-    onForget: (a) => forgotten.push(a),
-    onRelease: (a) => released.push(a),
-    counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) },
-  });
+  const hub = new Hub(
+    {
+      broker,
+      clock,
+      log: pino({ level: 'silent' }),
+      onFallback: (f) => fellBack.push(f),
+      ...(o.greeting ? { greeting: () => o.greeting! } : {}),
+      onForget: (a) => forgotten.push(a),
+      onRelease: (a) => released.push(a),
+      counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) },
+    },
+    { node: 'node-1', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: o.maxTabsPerSession ?? 100 },
+  );
   return { hub, clock, forgotten, released, fellBack, dropped };
 }

@@ -104,23 +104,27 @@ async function setUp(limits: { concurrency: number; queueLimit: number }, timeou
   clock = new ManualClock(1_800_000_000_000);
   logLines = [];
   store = await openSqliteStore(join(dir, `outbox-${files++}.sqlite`));
-  deliverer = new CallbackDeliverer({
-    callbacks: store.callbacks,
-    delivery: { deliver: async () => true },
-    clock,
-    log: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as { msg: string }) }),
-    metrics: createMetrics(),
-    privateKey: generateKeyPairSync('ed25519').privateKey,
-    policy: { allowHttpLoopback: false, allowedHosts: ['127.0.0.1'] },
-    resolve: testResolver(),
-    ca: tls.cert.toString(),
-    retryBaseMs: 1_000,
-    retryCapMs: 1_000,
-    connectTimeoutMs: timeoutMs,
-    totalTimeoutMs: timeoutMs,
-    pollMs: 60_000,
-    ...limits,
-  });
+  deliverer = new CallbackDeliverer(
+    {
+      callbacks: store.callbacks,
+      delivery: { deliver: async () => true },
+      clock,
+      log: pino({ level: 'info' }, { write: (line: string) => void logLines.push(JSON.parse(line) as { msg: string }) }),
+      metrics: createMetrics(),
+      resolve: testResolver(),
+    },
+    {
+      privateKey: generateKeyPairSync('ed25519').privateKey,
+      policy: { allowHttpLoopback: false, allowedHosts: ['127.0.0.1'] },
+      ca: tls.cert.toString(),
+      retryBaseMs: 1_000,
+      retryCapMs: 1_000,
+      connectTimeoutMs: timeoutMs,
+      totalTimeoutMs: timeoutMs,
+      pollMs: 60_000,
+      ...limits,
+    },
+  );
   return deliverer;
 }
 

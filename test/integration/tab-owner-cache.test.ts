@@ -32,8 +32,8 @@ function counted(): { clock: ManualClock; registry: TabRegistry; lookups: () => 
     },
   });
   const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
-  const hub = new Hub({ broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined });
-  const registry = new TabRegistry({ tabs, codes: store.codes, hub, clock, resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 });
+  const hub = new Hub({ broker, clock, log: pino({ level: 'silent' }), onFallback: () => undefined }, { node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100 });
+  const registry = new TabRegistry({ tabs, codes: store.codes, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 });
   return { clock, registry, lookups: () => lookups };
 }
 

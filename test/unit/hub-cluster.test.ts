@@ -13,7 +13,7 @@ describe('Hub: two nodes on one broker (a cluster)', () => {
     const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 });
     const forgotten: TabAddress[] = [];
     const node = (name: string) =>
-      new Hub({ broker, node: name, presenceTtlMs: 30_000, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, onForget: (a) => forgotten.push(a) });
+      new Hub({ broker, clock, log: pino({ level: 'silent' }), onFallback: () => undefined, onForget: (a) => forgotten.push(a) }, { node: name, presenceTtlMs: 30_000, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100 });
     return { clock, broker, one: node('node-1'), two: node('node-2'), forgotten };
   }
 

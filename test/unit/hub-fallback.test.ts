@@ -91,7 +91,10 @@ describe('Hub: a broker that cannot be reached', () => {
       publish: (...args: Parameters<MemoryBroker['publish']>) => (down ? Promise.reject(new Error('connection refused')) : memory.publish(...args)),
     });
     const dropped: Partial<Record<DropReason, number>> = {};
-    const hub = new Hub({ broker, node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, clock, log: pino({ level: 'silent' }), tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100, onFallback: () => undefined, counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) } });
+    const hub = new Hub(
+      { broker, clock, log: pino({ level: 'silent' }), onFallback: () => undefined, counters: { delivered: () => undefined, fellBack: () => undefined, dropped: (reason, n) => (dropped[reason] = (dropped[reason] ?? 0) + n) } },
+      { node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100 },
+    );
     const conn = new FakeConnection();
     await hub.attach(A, conn);
     down = true;

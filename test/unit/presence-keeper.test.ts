@@ -23,19 +23,18 @@ function recordingBroker() {
 const tab = (n: number): TabAddress => ({ tabId: `tab-${n}`, session: 's' });
 
 function keeper(tabs: Map<string, TabAddress>, o: { now: () => number; broker: Broker; onLost?: (a: TabAddress) => void }) {
-  return new PresenceKeeper({
-    broker: o.broker,
-    node: 'n1',
-    now: o.now,
-    presenceTtlMs: 30_000,
-    rollMs: 10_000,
-    rollEveryMs: 1_000,
-    held: function* () {
-      for (const to of tabs.values()) yield { to, connectedUntil: 0 };
+  return new PresenceKeeper(
+    {
+      broker: o.broker,
+      now: o.now,
+      held: function* () {
+        for (const to of tabs.values()) yield { to, connectedUntil: 0 };
+      },
+      count: () => tabs.size,
+      onLost: o.onLost ?? (() => undefined),
     },
-    count: () => tabs.size,
-    onLost: o.onLost ?? (() => undefined),
-  });
+    { node: 'n1', presenceTtlMs: 30_000, rollMs: 10_000, rollEveryMs: 1_000 },
+  );
 }
 
 describe('presence keeper', () => {

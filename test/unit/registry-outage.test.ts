@@ -32,19 +32,20 @@ describe('TabRegistry through an outage', () => {
   it('a tab new here whose replay of results failed still gets them when its Register is tried again', async () => {
     const { hub, clock } = makeHub();
     let recentDown = true;
-    const registry = new TabRegistry({
-      tabs: tabStore() as TabStore,
-      codes: {
-        recentTabEvents: async () => {
-          if (recentDown) throw storeUnavailable(new Error('Connection terminated unexpectedly'));
-          return [result];
+    const registry = new TabRegistry(
+      {
+        tabs: tabStore() as TabStore,
+        codes: {
+          recentTabEvents: async () => {
+            if (recentDown) throw storeUnavailable(new Error('Connection terminated unexpectedly'));
+            return [result];
+          },
         },
+        hub,
+        clock,
       },
-      hub,
-      clock,
-      resultReplayMs: 60_000,
-      registrationWaitMs: 100, tabIdleMs: 60_000,
-    });
+      { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 },
+    );
     const connection = new FakeConnection();
     // The store went away between the binding and the replay: the Register fails as an outage ...
     await expect(registry.register(A.tabId, A.session, connection, 'http://127.0.0.1/')).rejects.toMatchObject({ code: 'store_unavailable' });
@@ -66,15 +67,16 @@ describe('TabRegistry through an outage', () => {
       if (failure) throw failure;
       return true;
     };
-    const registry = new TabRegistry({
-      tabs: tabStore() as TabStore,
-      codes: { recentTabEvents: async () => [] },
-      hub,
-      clock,
-      resultReplayMs: 60_000,
-      registrationWaitMs: 100, tabIdleMs: 60_000,
-      sharedUnavailable: (err) => err instanceof Error && err.message === 'Command timed out',
-    });
+    const registry = new TabRegistry(
+      {
+        tabs: tabStore() as TabStore,
+        codes: { recentTabEvents: async () => [] },
+        hub,
+        clock,
+        sharedUnavailable: (err) => err instanceof Error && err.message === 'Command timed out',
+      },
+      { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 },
+    );
     await expect(registry.holds(A)).rejects.toMatchObject({ code: 'shared_state_unavailable', extra: { retryAfter: 1 } });
     failure = new TypeError('a bug');
     await expect(registry.holds(A)).rejects.toBe(failure);

@@ -20,7 +20,7 @@ function server() {
 describe('TimedProbe: readiness by asking, with a deadline', () => {
   it('up when the server answers within the deadline; the answer is kept for cacheMs and shared by callers meanwhile', async () => {
     let now = 0;
-    const probe = new TimedProbe({ check: async () => undefined, deadlineMs: 1_000, cacheMs: 1_000, now: () => now });
+    const probe = new TimedProbe({ check: async () => undefined, now: () => now }, { deadlineMs: 1_000, cacheMs: 1_000 });
     expect(await probe.up()).toBe(true);
     now = 999;
     expect(await probe.up()).toBe(true);
@@ -29,7 +29,7 @@ describe('TimedProbe: readiness by asking, with a deadline', () => {
   it('a stalled server is down at the deadline; no second command is sent while the first is unanswered; up again once it answers', async () => {
     let now = 0;
     const stalled = server();
-    const probe = new TimedProbe({ check: stalled.check, deadlineMs: 20, cacheMs: 1_000, now: () => now });
+    const probe = new TimedProbe({ check: stalled.check, now: () => now }, { deadlineMs: 20, cacheMs: 1_000 });
     const [a, b] = await Promise.all([probe.up(), probe.up()]);
     expect([a, b]).toEqual([false, false]);
     expect(stalled.checks).toBe(1);
@@ -49,7 +49,7 @@ describe('TimedProbe: readiness by asking, with a deadline', () => {
   it('a check that fails (connection refused) is down at once, and asked again after cacheMs', async () => {
     let now = 0;
     let fail = true;
-    const probe = new TimedProbe({ check: async () => (fail ? Promise.reject(new Error('ECONNREFUSED')) : undefined), deadlineMs: 60_000, cacheMs: 1_000, now: () => now });
+    const probe = new TimedProbe({ check: async () => (fail ? Promise.reject(new Error('ECONNREFUSED')) : undefined), now: () => now }, { deadlineMs: 60_000, cacheMs: 1_000 });
     expect(await probe.up()).toBe(false);
     fail = false;
     expect(await probe.up()).toBe(false);
