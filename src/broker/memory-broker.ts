@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
+import { Listeners } from '../listeners.js';
 import { type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type DeliveryFallback, epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, type PublishOutcome, resumePoint, type StreamRead } from './broker.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
@@ -40,13 +41,16 @@ export class MemoryBroker implements Broker {
   private readonly nodes = new Map<string, number>();
   /** This broker's state lives as long as the instance: one generation. */
   private readonly generation = randomUUID();
-  private readonly listeners = new Set<AnnouncementListener>();
+  private readonly listeners: Listeners<Announcement>;
 
+  /** `log` receives a listener's exception; without one it goes to stderr. Either way the process lives on. */
   /** `log` receives a listener's exception; without one it goes to stderr. Either way the process lives on. */
   constructor(
     private readonly bounds: BrokerBounds,
-    private readonly log?: Pick<Logger, 'error'>,
-  ) {}
+    log?: Pick<Logger, 'error'>,
+  ) {
+    this.listeners = new Listeners('broker listener', log);
+  }
 
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, publishKey?: string): Promise<PublishOutcome> {
     if (publishKey !== undefined && !PUBLISH_KEY_PATTERN.test(publishKey)) throw new Error(`publish key ${JSON.stringify(publishKey)} is not ${PUBLISH_KEY_PATTERN}`);
@@ -71,8 +75,7 @@ export class MemoryBroker implements Broker {
   }
 
   subscribe(listener: AnnouncementListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.listeners.add(listener);
   }
 
   onResume(): () => void {
@@ -195,17 +198,7 @@ export class MemoryBroker implements Broker {
   }
 
   private announce(announcement: Announcement): void {
-    for (const listener of this.listeners) queueMicrotask(() => this.dispatch(listener, announcement));
-  }
-
-  private dispatch(listener: AnnouncementListener, announcement: Announcement): void {
-    try {
-      listener(announcement);
-    } catch (err) {
-      // An exception thrown in a microtask would be uncaught and end the process: contain it here.
-      if (this.log) this.log.error({ err }, 'broker listener failed');
-      else console.error('broker listener failed', err);
-    }
+    this.listeners.tellSoon(announcement);
   }
 
   /** The stream, unless it has passed its idle time with nobody holding it (then it is removed). */

@@ -17,6 +17,7 @@ import {
   type PublishOutcome,
   type StreamRead,
 } from './broker.js';
+import { Listeners } from '../listeners.js';
 import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
 
 /** The channel the append script announces every event on, and every node's broker listens to (prefixed, docs/redis.md "Keys"). */
@@ -96,7 +97,7 @@ export class RedisBroker implements Broker {
   private readonly channel: string;
   private readonly refreshConnection: Redis | undefined;
   private readonly log: Pick<Logger, 'error' | 'warn'>;
-  private readonly listeners = new Set<AnnouncementListener>();
+  private readonly listeners: Listeners<Announcement>;
   private unsubscribe: (() => Promise<void>) | undefined;
 
   private constructor(
@@ -108,6 +109,7 @@ export class RedisBroker implements Broker {
     this.channel = connection.channel(EVENTS_CHANNEL);
     this.refreshConnection = options.refreshConnection;
     this.log = options.log;
+    this.listeners = new Listeners('broker listener', options.log);
     const { refreshConnection } = this;
     for (const c of refreshConnection ? [connection.client, refreshConnection] : [connection.client]) defineBrokerCommands(c);
     this.redis = connection.client as Redis & BrokerCommands;
@@ -146,8 +148,7 @@ export class RedisBroker implements Broker {
   }
 
   subscribe(listener: AnnouncementListener): () => void {
-    this.listeners.add(listener);
-    return () => this.listeners.delete(listener);
+    return this.listeners.add(listener);
   }
 
   onResume(listener: () => void): () => void {
@@ -250,13 +251,7 @@ export class RedisBroker implements Broker {
       this.log.warn({ err }, 'unreadable event announcement dropped');
       return;
     }
-    for (const listener of this.listeners) {
-      try {
-        listener(announcement);
-      } catch (err) {
-        this.log.error({ err }, 'broker listener failed');
-      }
-    }
+    this.listeners.tell(announcement);
   }
 
   private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number): [string, string, string, string, ...(string | number)[]] {

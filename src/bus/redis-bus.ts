@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { Listeners } from '../listeners.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { Bus, BusHandler, BusMessage } from './bus.js';
 
@@ -14,13 +15,15 @@ export const BUS_CHANNEL = 'bus';
  * queued and sent on reconnect, or rejected within the command timeout.
  */
 export class RedisBus implements Bus {
-  private readonly handlers = new Set<BusHandler>();
+  private readonly handlers: Listeners<BusMessage>;
   private unsubscribe: (() => Promise<void>) | undefined;
 
   private constructor(
     private readonly redis: RedisConnection,
     private readonly log: Pick<Logger, 'error' | 'warn'>,
-  ) {}
+  ) {
+    this.handlers = new Listeners('bus subscriber', log);
+  }
 
   /** Subscribes the node to the bus channel; resolves once Redis confirmed (or, while Redis is down, at once: see connection.subscribe). */
   static async open(redis: RedisConnection, log: Pick<Logger, 'error' | 'warn'>): Promise<RedisBus> {
@@ -34,8 +37,7 @@ export class RedisBus implements Bus {
   }
 
   subscribe(handler: BusHandler): () => void {
-    this.handlers.add(handler);
-    return () => this.handlers.delete(handler);
+    return this.handlers.add(handler);
   }
 
   async close(): Promise<void> {
@@ -51,12 +53,6 @@ export class RedisBus implements Bus {
       this.log.warn({ err }, 'unreadable bus message dropped');
       return;
     }
-    for (const handler of this.handlers) {
-      try {
-        handler(message);
-      } catch (err) {
-        this.log.error({ err }, 'bus subscriber failed');
-      }
-    }
+    this.handlers.tell(message);
   }
 }
