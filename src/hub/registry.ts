@@ -3,6 +3,7 @@ import { sharedStateUnavailable, TabwireError } from '../errors.js';
 import type { CodeStore, TabStore } from '../store/stores.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import { BoundOrigins } from './bound-origins.js';
+import { OwnerCache } from './owner-cache.js';
 import type { TabConnection } from './connection.js';
 import { resultPublishKey } from './delivery.js';
 import { FirstVisitTickets } from './first-visit.js';
@@ -38,31 +39,6 @@ export interface TabRegistrySettings {
 const MAX_WAITERS = 10_000;
 /** Pending waits for the Register of one tab (a page asks once; more is someone else asking). */
 const MAX_WAITERS_PER_TAB = 4;
-/** How long a looked-up tab owner is trusted without asking the store again. */
-const OWNER_CACHE_MS = 2_000;
-/** Owners kept at most (beyond, the cache starts over: bounded memory). */
-const OWNER_CACHE_SIZE = 50_000;
-
-/** tab id -> owning session, each entry for OWNER_CACHE_MS. */
-class OwnerCache {
-  private readonly entries = new Map<string, { session: string; at: number }>();
-  constructor(private readonly now: () => number) {}
-  get(tabId: string): string | undefined {
-    const entry = this.entries.get(tabId);
-    if (!entry) return undefined;
-    if (this.now() - entry.at < OWNER_CACHE_MS) return entry.session;
-    this.entries.delete(tabId);
-    return undefined;
-  }
-  set(tabId: string, session: string): void {
-    if (this.entries.size >= OWNER_CACHE_SIZE) this.entries.clear();
-    this.entries.set(tabId, { session, at: this.now() });
-  }
-  delete(tabId: string): void {
-    this.entries.delete(tabId);
-  }
-}
-
 /** Tabs owed a replay of their results (its first try failed), at most (beyond, the set starts over). */
 const OWED_REPLAYS_SIZE = 50_000;
 
