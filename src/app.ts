@@ -112,6 +112,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
     qrPerSessionPerMinute: config.qrRequestsPerSessionPerMinute,
     qrPerAddressPerMinute: config.qrRequestsPerAddressPerMinute,
     registrationsPerAddressPerMinute: config.registrationsPerAddressPerMinute,
+    oidcTokenPerAddressPerMinute: config.oidcTokenRequestsPerAddressPerMinute,
     ...(node.rateLimitStore ? { store: node.rateLimitStore } : {}),
     onLimited: (limit) => node.metrics.rateLimited.inc({ limit }),
   });

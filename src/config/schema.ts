@@ -29,6 +29,13 @@ export const ConfigSchema = Type.Object(
     redisKeyPrefix: Type.String({ default: 'tabwire:', pattern: '^[A-Za-z0-9_.:-]{0,64}$' }),
     /** Further origins whose pages may use the service; the origin of publicBaseUrl is always allowed. No wildcards. */
     allowedOrigins: Type.Optional(Type.Array(Type.String({ pattern: '^https?://[^/?#]+$' }))),
+    /** The OpenID Provider at `{publicBaseUrl}/oidc` (docs/oidc.md); it serves no one until the operator registers a client. */
+    oidc: Type.Boolean({ default: true }),
+    /**
+     * How long a browser stays logged in at the OpenID Provider after a QR approval: within it, the same
+     * relying party logs it in again without a scan unless it asks with `prompt=login` or `max_age` (docs/oidc.md).
+     */
+    oidcSessionSeconds: Type.Integer({ default: 3600, minimum: 60, maximum: 2_592_000 }),
     /** Validity of a QR login code (docs/signing.md: 5 minutes). */
     codeValiditySeconds: Type.Integer({ default: 300, minimum: 5, maximum: 3600 }),
     /**
@@ -127,6 +134,8 @@ export const ConfigSchema = Type.Object(
     qrRequestsPerAddressPerMinute: Type.Integer({ default: 6000, minimum: 1, maximum: 10_000_000 }),
     /** Backend registrations and renewals per client address per minute. */
     registrationsPerAddressPerMinute: Type.Integer({ default: 300, minimum: 1, maximum: 1_000_000 }),
+    /** Requests to the OpenID Provider's token endpoint per client address per minute (docs/oidc.md "Limits"). */
+    oidcTokenRequestsPerAddressPerMinute: Type.Integer({ default: 600, minimum: 1, maximum: 1_000_000 }),
     /** Login attempts per user name in one throttle window before 429 (a success resets the count). */
     loginAttemptsPerAccount: Type.Integer({ default: 5, minimum: 1, maximum: 1000 }),
     /** Failed login attempts per client address in one throttle window before 429. */

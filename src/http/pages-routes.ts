@@ -12,6 +12,7 @@ const CONTENT_SECURITY_POLICY =
 const ASSETS = {
   '/demo.js': { file: 'demo.js', type: 'text/javascript; charset=utf-8' },
   '/sign.js': { file: 'sign.js', type: 'text/javascript; charset=utf-8' },
+  '/oidc-login.js': { file: 'oidc-login.js', type: 'text/javascript; charset=utf-8' },
   '/style.css': { file: 'style.css', type: 'text/css; charset=utf-8' },
   // The pages link the icon (rel=icon); /favicon.ico too, for browsers that ask for it on any page (a PNG there is fine).
   '/favicon.png': { file: 'favicon.png', type: 'image/png' },

@@ -56,7 +56,7 @@ const QrAnswer = Type.Union([
   Type.Object({ serviceId: Type.String() }, { title: 'BackendRegistered', description: 'A backend registration' }),
 ]);
 
-const TAB_REFUSALS = ['origin_not_allowed', 'session_missing', 'tab_not_registered', 'tab_session_mismatch', 'tab_limit_reached'] as const;
+export const TAB_REFUSALS = ['origin_not_allowed', 'session_missing', 'tab_not_registered', 'tab_session_mismatch', 'tab_limit_reached'] as const;
 const REGISTRATION_REFUSALS = ['callback_url_refused', 'service_not_registered', 'service_expired', 'service_mismatch'] as const;
 const CODE_REFUSALS = ['code_not_found', 'code_already_used', 'code_expired'] as const;
 // Scan-limited codes (docs/relay.md): a fetch too late, a fetch of a code another app holds, a signature without the token.

@@ -4,7 +4,7 @@ import { TabwireError } from '../errors.js';
 import type { RateLimitStore } from '../rate-limit/rate-limit-store.js';
 
 /** Names of the request rate limits, as in `tabwire_rate_limited_total{limit}`. */
-export type RequestLimitName = 'qr_session' | 'qr_address' | 'registration_address';
+export type RequestLimitName = 'qr_session' | 'qr_address' | 'registration_address' | 'oidc_token_address';
 
 /** What POST /QuickLogin checks once it knows which kind of request a body is. */
 export interface RequestLimits {
@@ -12,12 +12,15 @@ export interface RequestLimits {
   qr(request: FastifyRequest, sessionHash: string | null): Promise<void>;
   /** A backend registration or renewal: counted per client address; 429 past it. */
   registration(request: FastifyRequest): Promise<void>;
+  /** A request to the OpenID Provider's token endpoint (docs/oidc.md "Limits"): counted per client address; 429 past it. */
+  oidcToken(request: FastifyRequest): Promise<void>;
 }
 
 export interface RequestLimitsOptions {
   qrPerSessionPerMinute: number;
   qrPerAddressPerMinute: number;
   registrationsPerAddressPerMinute: number;
+  oidcTokenPerAddressPerMinute: number;
   onLimited: (limit: RequestLimitName) => void;
   /**
    * The counters' home (rate-limit/rate-limit-store.ts). Default: this node's memory; a cluster
@@ -29,6 +32,14 @@ export interface RequestLimitsOptions {
 }
 
 const WINDOW_MS = 60_000;
+
+/** What each limit counts, for its 429's detail. */
+const WHAT: Record<RequestLimitName, string> = {
+  qr_session: 'QR requests',
+  qr_address: 'QR requests',
+  registration_address: 'backend registrations',
+  oidc_token_address: 'token requests',
+};
 /**
  * Keys kept per limit (LRU). Eviction only forgets a count, so it can never refuse anyone wrongly;
  * 50,000 active keys per minute is ~7 MB per limit.
@@ -68,12 +79,13 @@ export async function registerRequestLimits(app: FastifyInstance, o: RequestLimi
   const qrSession = limiter('qr_session', o.qrPerSessionPerMinute, (request) => sessionHashes.get(request)!);
   const qrAddress = limiter('qr_address', o.qrPerAddressPerMinute);
   const registrationAddress = limiter('registration_address', o.registrationsPerAddressPerMinute);
+  const oidcTokenAddress = limiter('oidc_token_address', o.oidcTokenPerAddressPerMinute);
 
   async function check(name: RequestLimitName, limit: Limiter, request: FastifyRequest): Promise<void> {
     const result = await limit(request);
     if (result.isAllowed || !result.isExceeded) return;
     o.onLimited(name);
-    throw new TabwireError('rate_limited', `Too many ${name.startsWith('qr') ? 'QR requests' : 'backend registrations'} from this ${name.endsWith('session') ? 'session' : 'address'}; retry in ${result.ttlInSeconds} s`, {
+    throw new TabwireError('rate_limited', `Too many ${WHAT[name]} from this ${name.endsWith('session') ? 'session' : 'address'}; retry in ${result.ttlInSeconds} s`, {
       // RFC 9110 §10.2.3 / RFC 6585 §4: when the window that refused ends.
       retryAfter: Math.max(1, result.ttlInSeconds),
       limit: name,
@@ -90,6 +102,9 @@ export async function registerRequestLimits(app: FastifyInstance, o: RequestLimi
     },
     async registration(request) {
       await check('registration_address', registrationAddress, request);
+    },
+    async oidcToken(request) {
+      await check('oidc_token_address', oidcTokenAddress, request);
     },
   };
 }

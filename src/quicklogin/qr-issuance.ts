@@ -25,6 +25,12 @@ export interface QrRequest {
 export interface Caller {
   sessionHash: string | null;
   origin: string | null;
+  /**
+   * The site the person logs in to, when a page of this service asks on its behalf (the OpenID Provider's
+   * login page, docs/oidc.md): the signing app shows it, and the challenge binds it, instead of the page's
+   * own origin, which still binds the tab.
+   */
+  onBehalfOf?: string;
 }
 
 /** What issuing codes calls, of QuickLogin's dependencies. */
@@ -72,6 +78,11 @@ export class QrIssuance {
    * records the session that holds the tab now: its result goes to that session's tab only.
    */
   async requestQr(request: QrRequest, caller: Caller): Promise<QrResponse | SerializedJson> {
+    return (await this.issue(request, caller)).answer;
+  }
+
+  /** `requestQr`, also saying which code was issued (for a caller that records it, such as the OpenID Provider's login). */
+  async issue(request: QrRequest, caller: Caller): Promise<{ code: string; answer: QrResponse | SerializedJson }> {
     if (request.serviceId !== '') await this.deps.backend.check(request.serviceId);
     const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
     const now = this.deps.clock.now();
@@ -83,7 +94,7 @@ export class QrIssuance {
       code,
       tabId: request.tab,
       sessionHash,
-      origin: caller.origin,
+      origin: caller.onBehalfOf ?? caller.origin,
       purpose: request.purpose,
       propertyFilter: request.propertyFilter ?? null,
       attachmentFilter: request.attachmentFilter ?? null,
@@ -101,7 +112,7 @@ export class QrIssuance {
       bindingHash: null,
     };
     await this.deps.store.codes.insert(record);
-    return ready ? new SerializedJson(ready.answer) : this.qr.answer(request.mode, code);
+    return { code, answer: ready ? new SerializedJson(ready.answer) : this.qr.answer(request.mode, code) };
   }
 
   /**

@@ -58,6 +58,11 @@ export class QuickLogin {
     return this.issuance.requestQr(request, caller);
   }
 
+  /** `requestQr`, also saying which code was issued. */
+  issueQr(request: QrRequest, caller: Caller): Promise<{ code: string; answer: QrResponse | SerializedJson }> {
+    return this.issuance.issue(request, caller);
+  }
+
   /** The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached; undefined otherwise. */
   qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
     return this.issuance.qrPng(code, palette);

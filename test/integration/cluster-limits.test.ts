@@ -29,6 +29,7 @@ async function limitedApp(redis: RedisConnection | undefined, limited: RequestLi
     qrPerSessionPerMinute: config.qrRequestsPerSessionPerMinute,
     qrPerAddressPerMinute: config.qrRequestsPerAddressPerMinute,
     registrationsPerAddressPerMinute: config.registrationsPerAddressPerMinute,
+    oidcTokenPerAddressPerMinute: config.oidcTokenRequestsPerAddressPerMinute,
     onLimited: (name) => limited.push(name),
     ...(rateLimitStore ? { store: rateLimitStore } : {}),
   });
