@@ -20,8 +20,8 @@ import { ACR, AMR, OIDC_TTL } from './provider.js';
 /** The record of a code issued for an interaction. */
 const CODE_MODEL = 'OidcLoginCode';
 
-/** No attachment passes this filter (names of attachments are file names, never a lone NUL): attachments are never disclosed. */
-const NO_ATTACHMENT = '\u0000';
+/** No attachment passes this filter (attachment file names never hold a `/`, docs/agent-api.md): attachments are never disclosed. */
+const NO_ATTACHMENT = '/';
 
 /** What the login page shows: who asks, for which site, and which claims it will get. */
 export interface LoginView {

@@ -1,19 +1,25 @@
-// The package ships no type declarations: what the service uses of it, typed by hand from its
-// documentation (node_modules/oidc-provider/docs/README.md) and source.
+// The surface of oidc-provider 9 (panva) that the project uses; the package ships no types. Names follow
+// the library's documentation (and @types/oidc-provider), so a fuller declaration can replace this one.
+
 declare module 'oidc-provider' {
   import type { IncomingMessage, ServerResponse } from 'node:http';
 
   export type AnyObject = Record<string, unknown>;
 
-  /** What a custom adapter returns and takes: the library's record of one model instance. */
-  export interface AdapterPayload extends AnyObject {
+  /** What the library stores of one record: its own JSON-serialisable fields (lib/models/*.js IN_PAYLOAD). */
+  export interface AdapterPayload {
+    [key: string]: unknown;
+    jti?: string;
+    kind?: string;
     grantId?: string;
+    /** A Session's second key. */
     uid?: string;
     userCode?: string;
-    consumed?: number;
-    jti?: string;
+    /** Epoch seconds when consumed; set by the adapter's `find` (lib/adapters/memory_adapter.js). */
+    consumed?: unknown;
   }
 
+  /** One model's storage (lib/adapters/memory_adapter.js is the reference). */
   export interface Adapter {
     upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void>;
     find(id: string): Promise<AdapterPayload | undefined>;
@@ -24,7 +30,14 @@ declare module 'oidc-provider' {
     revokeByGrantId(grantId: string): Promise<void>;
   }
 
-  export type AdapterFactory = (model: string) => Adapter;
+  /** The `adapter` option: constructed (or called) once per model with the model's name. */
+  export type AdapterConstructor = new (name: string) => Adapter;
+  export type AdapterFactory = (name: string) => Adapter;
+
+  export interface Configuration {
+    adapter?: AdapterConstructor | AdapterFactory;
+    [option: string]: unknown;
+  }
 
   /** What findAccount returns. */
   export interface Account {
@@ -32,42 +45,34 @@ declare module 'oidc-provider' {
     claims(use: 'id_token' | 'userinfo', scope: string, claims: AnyObject, rejected: string[]): Promise<AnyObject> | AnyObject;
   }
 
+  /** A client as the library holds it (lib/models/client.js): metadata in camelCase. */
   export interface ClientLike {
+    [field: string]: unknown;
     clientId: string;
     clientName?: string;
     redirectUris?: string[];
     sectorIdentifier?: string;
     subjectType?: string;
-    [key: string]: unknown;
+    metadata(): Record<string, unknown>;
   }
 
   export interface KoaContextWithOIDC {
-    oidc: {
-      client?: ClientLike;
-      params?: AnyObject;
-      [key: string]: unknown;
-    };
+    oidc: { client?: ClientLike; params?: AnyObject; [key: string]: unknown };
     [key: string]: unknown;
   }
 
+  /** An interaction (lib/models/interaction.js), as interactionDetails answers it. */
   export interface InteractionDetails {
     uid: string;
     jti: string;
     exp: number;
     returnTo: string;
     prompt: { name: string; reasons: string[]; details: AnyObject };
-    params: AnyObject & { client_id?: string; redirect_uri?: string; scope?: string; claims?: string };
+    params: AnyObject & { client_id?: string; redirect_uri?: string; scope?: string };
     session?: { accountId?: string; uid?: string };
     grantId?: string;
     lastSubmission?: AnyObject;
     result?: AnyObject;
-  }
-
-  export interface Grant {
-    jti: string;
-    addOIDCScope(scope: string): void;
-    addOIDCClaims(claims: string[]): void;
-    save(): Promise<string>;
   }
 
   export interface InteractionResult extends AnyObject {
@@ -77,40 +82,69 @@ declare module 'oidc-provider' {
     error_description?: string;
   }
 
+  /** The error a renderError hook is given. */
   export interface ErrorOut {
     error: string;
     error_description?: string;
     [key: string]: unknown;
   }
 
-  export type Configuration = AnyObject;
-
-  export class errors {
-    static OIDCProviderError: new (...args: unknown[]) => Error;
+  export namespace errors {
+    class OIDCProviderError extends Error {
+      error: string;
+      error_description?: string;
+      error_detail?: string;
+      status: number;
+      statusCode: number;
+      expose: boolean;
+    }
+    /** 400 invalid_grant (RFC 6749 §5.2); the argument is the detail (logged, not sent). */
+    class InvalidGrant extends OIDCProviderError {
+      constructor(detail?: string);
+    }
+    /** 400 invalid_request_uri (RFC 9126 §2.3). */
+    class InvalidRequestUri extends OIDCProviderError {
+      constructor(description?: string);
+    }
   }
 
-  export interface Check {
-    reason: string;
+  /** A stored model instance (lib/models/base_model.js): its payload fields, and saving. */
+  interface ModelInstance {
+    [field: string]: unknown;
+    jti?: string;
+    consumed?: unknown;
+    readonly isValid: boolean;
+    save(ttl?: number): Promise<string>;
+    consume(): Promise<void>;
+    destroy(): Promise<void>;
   }
 
-  export const interactionPolicy: {
-    base(): { get(name: string): { checks: { push(check: unknown): void } } | undefined } & unknown[];
-    Check: new (reason: string, description: string, error: string | ((ctx: KoaContextWithOIDC) => unknown), check: (ctx: KoaContextWithOIDC) => unknown) => Check;
-  };
+  interface ModelClass {
+    new (payload: Record<string, unknown>): ModelInstance;
+    find(id: string, options?: { ignoreExpiration?: boolean }): Promise<ModelInstance | undefined>;
+  }
 
-  export default class Provider {
+  /** A grant being built by a login's consent (lib/models/grant.js). */
+  export interface GrantInstance extends ModelInstance {
+    addOIDCScope(scope: string): void;
+    addOIDCClaims(claims: string[]): void;
+  }
+
+  class Provider {
     constructor(issuer: string, configuration?: Configuration);
     readonly issuer: string;
+    /** Trust X-Forwarded-* (Koa's `proxy`). */
     proxy: boolean;
     callback(): (req: IncomingMessage, res: ServerResponse) => void;
+    on(event: string, listener: (...args: unknown[]) => void): this;
     interactionDetails(req: IncomingMessage, res: ServerResponse): Promise<InteractionDetails>;
     interactionResult(req: IncomingMessage, res: ServerResponse, result: InteractionResult, options?: { mergeWithLastSubmission?: boolean }): Promise<string>;
-    on(event: string, listener: (...args: unknown[]) => void): this;
-    readonly Grant: new (properties: { accountId: string; clientId: string }) => Grant;
     readonly Client: { find(id: string): Promise<ClientLike | undefined> };
-    readonly AuthorizationCode: {
-      new (properties: AnyObject): { save(): Promise<string> };
-      find(id: string, options?: AnyObject): Promise<(AnyObject & { consumed?: number; consume(): Promise<void> }) | undefined>;
-    };
+    readonly AuthorizationCode: ModelClass;
+    readonly Grant: { new (payload: { accountId: string; clientId: string }): GrantInstance; find(id: string): Promise<GrantInstance | undefined> };
+    readonly Session: ModelClass & { findByUid(uid: string): Promise<ModelInstance | undefined> };
   }
+
+  export { Provider };
+  export default Provider;
 }

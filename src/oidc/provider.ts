@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import Provider, { type AdapterFactory, type Account, type ClientLike, type ErrorOut, type KoaContextWithOIDC } from 'oidc-provider';
+import Provider, { type AdapterConstructor, type Account, type ClientLike, type ErrorOut, type KoaContextWithOIDC } from 'oidc-provider';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { maySign } from '../identity/identity.js';
@@ -30,7 +30,7 @@ export const OIDC_TTL = {
 } as const;
 
 export interface OidcProviderDeps {
-  adapter: AdapterFactory;
+  adapter: AdapterConstructor;
   identities: Pick<IdentityStore, 'get'>;
   clock: Clock;
   log: Logger;
@@ -74,7 +74,9 @@ function findAccount(deps: Pick<OidcProviderDeps, 'identities' | 'clock'>) {
  * keeps is in the adapter, so a new instance carries on where the old one was.
  */
 export function buildOidcProvider(deps: OidcProviderDeps, settings: OidcProviderSettings, keys: SigningJwk[]): Provider {
-  const claims: Record<string, readonly string[] | null> = { ...SCOPE_CLAIMS, acr: null, amr: null, auth_time: null, sid: null, iss: null };
+  // acr and amr under openid: the library puts a claim in the ID token only through a scope or the claims
+  // parameter, and how the person logged in is what a relying party checks (OpenID Connect Core §2).
+  const claims: Record<string, readonly string[] | null> = { ...SCOPE_CLAIMS, openid: [...SCOPE_CLAIMS.openid!, 'acr', 'amr', 'auth_time'], acr: null, amr: null, auth_time: null, sid: null, iss: null };
   const provider = new Provider(settings.issuer, {
     adapter: deps.adapter,
     jwks: { keys },

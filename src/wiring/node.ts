@@ -25,6 +25,7 @@ import { createEventsArea } from './events.js';
 import { createHealthArea } from './health.js';
 import { createIdentityArea } from './identity.js';
 import { createKeysArea } from './keys.js';
+import { createOidcArea, type OidcArea } from './oidc.js';
 import { createQuickLoginArea } from './quicklogin.js';
 import { createRetentionArea } from './retention.js';
 import { openShared } from './shared.js';
@@ -65,6 +66,8 @@ export interface NodeHandle {
   purge: Purge;
   /** The XMPP server connection, when one is configured. */
   xmpp: LeasedXmppComponent | undefined;
+  /** The OpenID Provider (its provider when on, and a key reload for rotation tests). */
+  oidc: Pick<OidcArea, 'provider' | 'reloadKeys'>;
 }
 
 /** A node's areas, made and started; buildApp adds the HTTP server around them. */
@@ -116,11 +119,12 @@ export async function assembleNode(config: Config, deps: Deps, log: Logger): Pro
     leases: shared.leases,
     ...(deps.resolve ? { resolve: deps.resolve } : {}),
   });
+  const oidc = await createOidcArea(config, { store, quickLogin: quickLogin.quickLogin, clock, log });
   const retention = createRetentionArea(config, { store, leases: shared.leases, clock, metrics, log });
   const health = createHealthArea({ hub, metrics, store, redis: shared.redis, xmpp: agent.xmpp, drain: deps.drain });
 
-  const areas: Lifecycle[] = [shared, keys, events, identity, agent, quickLogin, retention, health];
-  const served: Area[] = [health, events, quickLogin, agent, identity];
+  const areas: Lifecycle[] = [shared, keys, events, identity, agent, quickLogin, oidc, retention, health];
+  const served: Area[] = [health, events, quickLogin, agent, identity, oidc];
   for (const area of areas) area.start();
   let stopped: Promise<void> | undefined;
 
@@ -139,6 +143,7 @@ export async function assembleNode(config: Config, deps: Deps, log: Logger): Pro
       tokens: keys.tokens,
       purge: retention.purge,
       xmpp: agent.xmpp,
+      oidc,
     },
     metrics,
     rateLimitStore: shared.limits.rateLimitStore,
