@@ -1,6 +1,7 @@
 import type { Config } from '../config/schema.js';
 import { UsageError, type Flag, type ParsedArgs } from './args.js';
 import { commandHelp, globalHelp } from './help.js';
+import { action, onlyWith, operands } from './operands.js';
 
 /**
  * The CLI's command table: each command's flags, usage and explanation, and what it runs. Help and
@@ -36,32 +37,6 @@ const operator = () => import('./operator-commands.js');
 
 const CONFIG_NOTE =
   'It works on the service\'s store directly (SQLite file or PostgreSQL), configured like the service: TABWIRE_* variables and TABWIRE_CONFIG_FILE (docs/configuration.md).';
-
-/** The action word of a command with actions, checked against the allowed ones. */
-function action(command: string, args: ParsedArgs, allowed: readonly string[]): string {
-  const word = args.positionals[0];
-  if (word === undefined) throw new UsageError(`${command} needs an action: ${allowed.join(', ')}`, command);
-  if (!allowed.includes(word)) throw new UsageError(`unknown ${command} action "${word}"; expected one of ${allowed.join(', ')}`, command);
-  return word;
-}
-
-/** The positional operands after the action: exactly `names`, so a stray word is an error rather than ignored. */
-function operands(command: string, args: ParsedArgs, names: readonly string[], from = 1): string[] {
-  const given = args.positionals.slice(from);
-  const what = [command, ...args.positionals.slice(0, from)].join(' ');
-  if (given.length < names.length) throw new UsageError(`${what} needs ${names.map((n) => `<${n}>`).join(' ')}`, command);
-  if (given.length > names.length) throw new UsageError(`${what}: unexpected argument "${given[names.length]}"`, command);
-  return given;
-}
-
-/** Flags that only one action takes: given with another action they are a mistake, not silently ignored. */
-function onlyWith(command: string, args: ParsedArgs, act: string, owner: string, names: readonly string[]): void {
-  if (act === owner) return;
-  for (const name of names) {
-    const given = args.booleans[name] === true || args.strings[name] !== undefined || (args.lists[name]?.length ?? 0) > 0 || args.integers[name] !== undefined;
-    if (given) throw new UsageError(`--${name} applies only to ${command} ${owner}`, command);
-  }
-}
 
 const IDENTITY_ACTIONS = ['create', 'approve', 'reject', 'obsolete', 'compromised', 'list'] as const;
 const APIKEY_ACTIONS = ['create', 'revoke', 'list'] as const;
