@@ -23,12 +23,18 @@ export function retentionWindows(config: Config): RetentionWindows {
   };
 }
 
-/** The store's purge tasks: expired codes, expired registrations, callbacks whose retry window ended. */
+/**
+ * The store's purge tasks: expired codes, expired registrations, callbacks whose retry window ended, and the
+ * OpenID Provider's expired records.
+ */
 export function storeRetentionTasks(store: Store, windows: RetentionWindows): PurgeTask[] {
   return [
     { kind: 'codes', run: (now) => store.codes.deleteExpired(now - windows.codes) },
     { kind: 'registrations', run: (now) => store.services.deleteExpired(now - windows.registrations) },
     // Bodies hold identity properties and AgentApiTokens: they go whatever the callback's state.
     { kind: 'callbacks', run: (now) => store.callbacks.deleteEnded(now - windows.callbacks) },
+    // No window: an expired OpenID Provider record is invisible to every reader already (a code, a token or a
+    // session past its expiry is refused as if unknown), so nothing can need it.
+    { kind: 'oidc', run: (now) => store.oidcEntries.deleteExpired(now) },
   ];
 }

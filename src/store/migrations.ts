@@ -244,6 +244,39 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0013_oidc': {
+    async up(db: Kysely<any>) {
+      // The OpenID Provider's records (docs/oidc.md "Storage"): codes, sessions, interactions, grants, tokens,
+      // each by the library's model name and id. Every row expires; the purge deletes it after expiry.
+      await db.schema
+        .createTable('oidc_entries')
+        .addColumn('model', 'varchar(64)', (c) => c.notNull())
+        .addColumn('id', 'varchar(255)', (c) => c.notNull())
+        .addColumn('payload', 'varchar(65536)', (c) => c.notNull())
+        .addColumn('grant_id', 'varchar(255)')
+        .addColumn('uid', 'varchar(255)')
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .addColumn('consumed_at', 'bigint')
+        .addPrimaryKeyConstraint('oidc_entries_pk', ['model', 'id'])
+        .execute();
+      await db.schema.createIndex('oidc_entries_grant_id').on('oidc_entries').column('grant_id').execute();
+      await db.schema.createIndex('oidc_entries_uid').on('oidc_entries').columns(['model', 'uid']).execute();
+      await db.schema.createIndex('oidc_entries_expires_at').on('oidc_entries').column('expires_at').execute();
+      // The relying parties the operator registered (`tabwire oidc client add`); URI lists are JSON arrays.
+      await db.schema
+        .createTable('oidc_clients')
+        .addColumn('client_id', 'varchar(255)', (c) => c.primaryKey())
+        .addColumn('client_secret', 'varchar(255)')
+        .addColumn('token_auth', 'varchar(32)', (c) => c.notNull())
+        .addColumn('subject_type', 'varchar(16)', (c) => c.notNull())
+        .addColumn('id_token_alg', 'varchar(16)', (c) => c.notNull())
+        .addColumn('name', 'varchar(255)')
+        .addColumn('redirect_uris', 'varchar(32768)', (c) => c.notNull())
+        .addColumn('post_logout_redirect_uris', 'varchar(32768)', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .execute();
+    },
+  },
 };
 
 /** Rows read per query by a migration that visits a whole table. */

@@ -139,6 +139,34 @@ export interface OfflineMessagesTable {
   created_at: number | string;
 }
 
+/** A record of the OpenID Provider library (store/oidc-store.ts), by (model, id). */
+export interface OidcEntriesTable {
+  model: string;
+  id: string;
+  /** The library's payload, JSON. */
+  payload: string;
+  grant_id: string | null;
+  uid: string | null;
+  expires_at: number | string;
+  consumed_at: number | string | null;
+}
+
+/** A relying party the operator registered. */
+export interface OidcClientsTable {
+  client_id: string;
+  /** Null for a public client. */
+  client_secret: string | null;
+  token_auth: string;
+  subject_type: string;
+  id_token_alg: string;
+  name: string | null;
+  /** JSON array of strings. */
+  redirect_uris: string;
+  /** JSON array of strings. */
+  post_logout_redirect_uris: string;
+  created_at: number | string;
+}
+
 export interface Database {
   tabs: TabsTable;
   codes: CodesTable;
@@ -150,4 +178,6 @@ export interface Database {
   service_registrations: ServiceRegistrationsTable;
   callbacks: CallbacksTable;
   offline_messages: OfflineMessagesTable;
+  oidc_entries: OidcEntriesTable;
+  oidc_clients: OidcClientsTable;
 }

@@ -1,11 +1,13 @@
 import type { CodeStore } from './code-store.js';
 import type { CallbackStore } from './callback-store.js';
 import type { IdentityStore } from './identity-store.js';
+import type { OidcClientStore, OidcEntryStore } from './oidc-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
 export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
+export type { FoundOidcEntry, OidcClient, OidcClientStore, OidcEntry, OidcEntryStore, OidcTokenAuth } from './oidc-store.js';
 
 /** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
 export type BindOutcome = 'created' | 'bound' | 'conflict';
@@ -164,6 +166,10 @@ export interface Store {
   services: ServiceRegistrationStore;
   callbacks: CallbackStore;
   messages: MessageStore;
+  /** The OpenID Provider's own records (codes, sessions, grants, tokens), every one with an expiry. */
+  oidcEntries: OidcEntryStore;
+  /** The relying parties the operator registered. */
+  oidcClients: OidcClientStore;
   /** One trivial round trip to the database (readiness: a stalled server does not answer it). */
   ping(): Promise<void>;
   close(): Promise<void>;

@@ -93,9 +93,16 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     const recent = callback(t0, 10 * MINUTE, 'delivered');
     for (const c of [delivered, gone, abandoned, recent]) await store.callbacks.insert(c);
 
+    // OpenID Provider records go at expiry: nothing reads them after it.
+    const oidc = (id: string, expiresInMs: number) => ({
+      model: 'AuthorizationCode', id, payload: '{}', grantId: 'g', uid: null, expiresAt: t0 + expiresInMs,
+    });
+    await store.oidcEntries.upsert(oidc('old-code', 16 * MINUTE - 1));
+    await store.oidcEntries.upsert(oidc('young-code', 20 * MINUTE));
+
     clock.advance(6 * MINUTE); // t0+16 min
     const deleted = await service.app.tabwire.purge.run();
-    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, tab_bindings: 0 });
+    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, oidc: 1, tab_bindings: 0 });
 
     expect(await store.codes.get(oldCode.code)).toBeUndefined();
     expect(await store.codes.get(youngCode.code)).toBeDefined();
@@ -103,12 +110,15 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     expect(await store.services.get(youngRegistration)).toBeDefined();
     for (const c of [delivered, gone, abandoned]) expect(await store.callbacks.get(c.id)).toBeUndefined();
     expect(await store.callbacks.get(recent.id)).toBeDefined();
+    expect(await store.oidcEntries.find('AuthorizationCode', 'young-code', clock.now())).toBeDefined();
+    expect(await store.oidcEntries.find('AuthorizationCode', 'old-code', t0)).toBeUndefined(); // deleted, not just expired
     expect(await metric(service, 'tabwire_purged_total{kind="callbacks"}')).toBe(3);
+    expect(await metric(service, 'tabwire_purged_total{kind="oidc"}')).toBe(1);
 
     // Running again deletes nothing more; later, the rest goes too.
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, tab_bindings: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, oidc: 0, tab_bindings: 0 });
     clock.advance(20 * MINUTE);
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, tab_bindings: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, oidc: 1, tab_bindings: 0 });
   }, 30_000);
 
   it('keeps what other features still need: a registration while codes issued under it may be signed, an approved code while its attachments are served', async () => {

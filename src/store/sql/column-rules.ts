@@ -48,6 +48,14 @@ export const COLUMN_RULES: { readonly [T in keyof Database]: { readonly [C in ke
     attempts: INT, next_attempt_at: BIG, deadline: BIG, lease_until: BIG, last_error: TEXT, created_at: BIG, delivered_at: BIG,
   },
   offline_messages: { id: v(64), account_id: v(64), from_jid: v(3071), to_jid: v(3071), type: v(16), content: TEXT, created_at: BIG },
+  // The provider's payloads are a few KB (an interaction carries the authorization request's parameters, which
+  // arrive in a request line of at most 16 KiB, Node's maxHeaderSize); 64 Ki characters refuses anything else
+  // rather than storing it. URI lists are JSON arrays.
+  oidc_entries: { model: v(64), id: v(255), payload: v(65536), grant_id: v(255), uid: v(255), expires_at: BIG, consumed_at: BIG },
+  oidc_clients: {
+    client_id: v(255), client_secret: v(255), token_auth: v(32), subject_type: v(16), id_token_alg: v(16), name: v(255),
+    redirect_uris: v(32768), post_logout_redirect_uris: v(32768), created_at: BIG,
+  },
 };
 
 /** PostgreSQL `integer` is 32-bit. */

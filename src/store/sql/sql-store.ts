@@ -9,6 +9,8 @@ import { SqlCodeStore } from './code-store.js';
 import type { SqlFlavour } from './flavour.js';
 import { SqlIdentityStore } from './identity-store.js';
 import { SqlMessageStore } from './message-store.js';
+import { SqlOidcClientStore } from './oidc-client-store.js';
+import { SqlOidcEntryStore } from './oidc-entry-store.js';
 import { SqlServerKeyStore } from './server-key-store.js';
 import { SqlServiceRegistrationStore } from './service-registration-store.js';
 import { SqlTabStore } from './tab-store.js';
@@ -26,6 +28,8 @@ export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close:
     services: new SqlServiceRegistrationStore(db),
     callbacks: new SqlCallbackStore(db, flavour),
     messages: new SqlMessageStore(db, flavour),
+    oidcEntries: new SqlOidcEntryStore(db),
+    oidcClients: new SqlOidcClientStore(db),
     ping: async () => {
       await db.selectNoFrom(sql<number>`1`.as('one')).execute();
     },
