@@ -1,6 +1,8 @@
 import type { Config } from '../config/schema.js';
 import { UsageError, type Flag, type ParsedArgs } from './args.js';
 import { commandHelp, globalHelp } from './help.js';
+import { action, onlyWith, operands } from './operands.js';
+import { ID_TOKEN_ALGS, type IdTokenAlg } from '../oidc/clients.js';
 
 /**
  * The CLI's command table: each command's flags, usage and explanation, and what it runs. Help and
@@ -37,35 +39,13 @@ const operator = () => import('./operator-commands.js');
 const CONFIG_NOTE =
   'It works on the service\'s store directly (SQLite file or PostgreSQL), configured like the service: TABWIRE_* variables and TABWIRE_CONFIG_FILE (docs/configuration.md).';
 
-/** The action word of a command with actions, checked against the allowed ones. */
-function action(command: string, args: ParsedArgs, allowed: readonly string[]): string {
-  const word = args.positionals[0];
-  if (word === undefined) throw new UsageError(`${command} needs an action: ${allowed.join(', ')}`, command);
-  if (!allowed.includes(word)) throw new UsageError(`unknown ${command} action "${word}"; expected one of ${allowed.join(', ')}`, command);
-  return word;
-}
-
-/** The positional operands after the action: exactly `names`, so a stray word is an error rather than ignored. */
-function operands(command: string, args: ParsedArgs, names: readonly string[], from = 1): string[] {
-  const given = args.positionals.slice(from);
-  const what = [command, ...args.positionals.slice(0, from)].join(' ');
-  if (given.length < names.length) throw new UsageError(`${what} needs ${names.map((n) => `<${n}>`).join(' ')}`, command);
-  if (given.length > names.length) throw new UsageError(`${what}: unexpected argument "${given[names.length]}"`, command);
-  return given;
-}
-
-/** Flags that only one action takes: given with another action they are a mistake, not silently ignored. */
-function onlyWith(command: string, args: ParsedArgs, act: string, owner: string, names: readonly string[]): void {
-  if (act === owner) return;
-  for (const name of names) {
-    const given = args.booleans[name] === true || args.strings[name] !== undefined || (args.lists[name]?.length ?? 0) > 0 || args.integers[name] !== undefined;
-    if (given) throw new UsageError(`--${name} applies only to ${command} ${owner}`, command);
-  }
-}
-
 const IDENTITY_ACTIONS = ['create', 'approve', 'reject', 'obsolete', 'compromised', 'list'] as const;
 const APIKEY_ACTIONS = ['create', 'revoke', 'list'] as const;
 const ACCOUNT_ACTIONS = ['list', 'disable', 'enable', 'delete'] as const;
+const OIDC_CLIENT_ACTIONS = ['add', 'list', 'remove'] as const;
+const OIDC_ADD_FLAGS = ['redirect-uri', 'post-logout-redirect-uri', 'name', 'public', 'token-auth', 'pairwise', 'id-token-alg'];
+/** `--token-auth basic|post`: the short words for client_secret_basic and client_secret_post. */
+const TOKEN_AUTH_FLAG = ['basic', 'post'] as const;
 
 export const COMMANDS: readonly Command[] = [
   {
@@ -249,6 +229,52 @@ export const COMMANDS: readonly Command[] = [
       const act = action('keys', args, ['rotate']);
       operands('keys', args, []);
       return (await operator()).keysCommand(await loadConfig(), act);
+    },
+  },
+  {
+    name: 'oidc',
+    summary: 'register, list and remove OpenID Connect relying parties (operator)',
+    usage: [
+      'oidc client add --redirect-uri URI [--redirect-uri URI ...] [--post-logout-redirect-uri URI ...] [--name NAME] [--public] [--token-auth basic|post] [--pairwise] [--id-token-alg EdDSA|ES256]',
+      'oidc client list',
+      'oidc client remove <client_id>',
+    ],
+    description: [
+      'client add registers a relying party and prints its registration as one JSON object on stdout (client_id, client_secret, redirect_uris, token_endpoint_auth_method, subject_type, id_token_signed_response_alg, ...), the values to paste into the relying party\'s settings: `jq -r .client_secret` reads one. The secret is shown only then. By default the client is confidential and authenticates with client_secret_basic; --public makes a client without a secret that must use PKCE.',
+      'A redirect URI is an absolute https URL, or http to 127.0.0.1, [::1] or localhost, without a fragment or user info, at most 10 per client; it is matched exactly as written. A refused URI is named with the reason (exit status 2) and nothing is stored.',
+      'client list prints a header and one line per client (client id, name, public or confidential, its redirect URIs), never a secret, or "none". client remove deletes a client: it can no longer log anyone in.',
+      CONFIG_NOTE,
+    ].join('\n\n'),
+    flags: [
+      { kind: 'string', name: 'redirect-uri', value: 'URI', multiple: true, help: 'add (at least one): where the provider may send the person back with the code; exact string.' },
+      { kind: 'string', name: 'post-logout-redirect-uri', value: 'URI', multiple: true, help: 'add: where the provider may send the person after logging out (RP-initiated logout); same rules.' },
+      { kind: 'string', name: 'name', value: 'NAME', help: 'add: the name shown to the person logging in (up to 100 characters, one line). Default: the redirect URI\'s host.' },
+      { kind: 'boolean', name: 'public', help: 'add: a public client (a single-page or native app): no secret, token auth none, PKCE required.' },
+      { kind: 'string', name: 'token-auth', value: 'METHOD', choices: TOKEN_AUTH_FLAG, help: 'add: how a confidential client authenticates at the token endpoint: basic (client_secret_basic, the default) or post (client_secret_post).' },
+      { kind: 'boolean', name: 'pairwise', help: 'add: a pairwise subject: each relying party sees its own sub for a person (its redirect URIs then share one host).' },
+      { kind: 'string', name: 'id-token-alg', value: 'ALG', choices: ID_TOKEN_ALGS, help: 'add: the ID token\'s signature algorithm: EdDSA (default) or ES256, for relying parties without EdDSA.' },
+    ],
+    async run(args) {
+      action('oidc', args, ['client']);
+      const act = action('oidc', args, OIDC_CLIENT_ACTIONS, 1);
+      onlyWith('oidc', args, `client ${act}`, 'client add', OIDC_ADD_FLAGS);
+      const [clientId] = operands('oidc', args, act === 'remove' ? ['client_id'] : [], 2);
+      const command = await import('./oidc-client-command.js');
+      if (act === 'list') return command.oidcClientList(await loadConfig());
+      if (act === 'remove') return command.oidcClientRemove(await loadConfig(), clientId!);
+      if ((args.lists['redirect-uri'] ?? []).length === 0) throw new UsageError('oidc client add needs at least one --redirect-uri URI', 'oidc');
+      const tokenAuth = args.strings['token-auth'];
+      if (args.booleans.public && tokenAuth !== undefined) {
+        throw new UsageError('--public and --token-auth exclude each other: a public client has no secret to authenticate with', 'oidc');
+      }
+      return command.oidcClientAdd(await loadConfig(), {
+        redirectUris: args.lists['redirect-uri'] ?? [],
+        postLogoutRedirectUris: args.lists['post-logout-redirect-uri'] ?? [],
+        name: args.strings.name ?? null,
+        tokenAuth: args.booleans.public ? 'none' : tokenAuth === 'post' ? 'client_secret_post' : 'client_secret_basic',
+        pairwise: args.booleans.pairwise ?? false,
+        idTokenAlg: (args.strings['id-token-alg'] ?? 'EdDSA') as IdTokenAlg,
+      });
     },
   },
   {

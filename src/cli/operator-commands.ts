@@ -6,7 +6,8 @@ import { openOperatorStore } from './operator-store.js';
 import type { Store } from '../store/stores.js';
 import { listOutput } from './list-output.js';
 
-async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
+/** Runs `run` on the operator store (found as the service finds it), closed afterwards. */
+export async function withStore<T>(config: Config, run: (store: Store) => Promise<T>): Promise<T> {
   const store = await openOperatorStore(config);
   try {
     return await run(store);

@@ -78,7 +78,7 @@ afterAll(async () => {
 
 describe('documented commands, run as written', () => {
   it('runs every block marked for this file', () => {
-    expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'sign', 'wallet-approve', 'ways-to-run'].sort());
+    expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'oidc-clients', 'sign', 'wallet-approve', 'ways-to-run'].sort());
   });
 
   it('docs/cli.md: the ways to run tabwire print the same thing (`help` for <command>)', SLOW, async () => {
@@ -154,6 +154,35 @@ describe('documented commands, run as written', () => {
     expect(await ran.exited, ran.stderr).toBe(0);
     expect(rows(ran.stdout.split('\n').slice(0, -2).join('\n'))).toContainEqual([id, 'Created', 'ok', '{"FIRST":"Grace"}']);
     expect(ran.stdout.trim().split('\n').at(-1)).toBe(`${id}\tApproved`);
+  });
+
+  it('docs/cli.md: oidc client add prints the registration as JSON, list shows the client without its secret, remove takes it out', SLOW, async () => {
+    const ran = run(text('oidc-clients'));
+    expect(await ran.exited, ran.stderr).toBe(0);
+    // The block prints the JSON object (pretty, ending in a line "}"), then the list, then the removal.
+    const end = ran.stdout.indexOf('\n}\n') + 3;
+    const registration = JSON.parse(ran.stdout.slice(0, end)) as Record<string, unknown>;
+    expect(registration).toMatchObject({
+      client_name: 'Example shop',
+      redirect_uris: ['https://shop.example/auth/callback'],
+      post_logout_redirect_uris: ['https://shop.example/'],
+      token_endpoint_auth_method: 'client_secret_basic',
+      subject_type: 'public',
+      id_token_signed_response_alg: 'EdDSA',
+    });
+    const id = registration.client_id as string;
+    const [listing, removal] = [ran.stdout.slice(end, ran.stdout.lastIndexOf(id)), ran.stdout.slice(ran.stdout.lastIndexOf(id))];
+    expect(listing.split('\n')[0]).toBe('CLIENT ID\tNAME\tTYPE\tREDIRECT URIS');
+    expect(listing.split('\n').slice(1)).toContain(`${id}\tExample shop\tconfidential\thttps://shop.example/auth/callback`);
+    expect(registration.client_secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(ran.stdout.slice(end), 'the list and the removal').not.toContain(registration.client_secret as string);
+    expect(removal).toBe(`${id}\tremoved (it can no longer log anyone in)\n`);
+    const store = await openStore({ sqliteFile: env.TABWIRE_SQLITE_FILE!, databasePoolSize: 1 });
+    try {
+      expect(await store.oidcClients.get(id)).toBeUndefined();
+    } finally {
+      await store.close();
+    }
   });
 
   it('docs/deployment.md: the online backup beside the running node is a whole store', SLOW, async () => {
