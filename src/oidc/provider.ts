@@ -109,6 +109,8 @@ export function buildOidcProvider(deps: OidcProviderDeps, settings: OidcProvider
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: false },
+      // Only the endpoints the service routes (http/oidc-routes.ts OIDC_ENDPOINTS) are on.
+      pushedAuthorizationRequests: { enabled: false },
       revocation: { enabled: true },
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true, logoutSource: logoutPage, postLogoutSuccessSource: loggedOutPage },
