@@ -6,6 +6,7 @@ import type { Config } from './config/schema.js';
 import { listenFailureMessage } from './console/listen-failure.js';
 import { chooseLogFormat, logStreamFor } from './console/log-output.js';
 import { listeningText } from './console/start-line.js';
+import { OIDC_MOUNT } from './oidc/provider.js';
 import { missingOneCoreFlags, missingServiceFlags } from './node-flags.js';
 
 /** Beyond shutdownTimeoutSeconds, for what closes after the connections (deliverer, XMPP, store). */
@@ -58,7 +59,7 @@ async function main(): Promise<void> {
   try {
     // Fastify logs one line per address it listens on; the first is the start line, so it is the first
     // line a person reads (docs/configuration.md "Logs").
-    await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningText(config.publicBaseUrl) });
+    await app.listen({ host: config.host, port: config.port, listenTextResolver: listeningText(config.publicBaseUrl, config.oidc ? `${config.publicBaseUrl}${OIDC_MOUNT}` : undefined) });
   } catch (err) {
     throw new ListenError(err, config);
   }

@@ -30,6 +30,23 @@ export interface OidcRoutesOptions {
 }
 
 const tags = ['OpenID Connect'];
+
+/**
+ * The library's endpoints as configured (its default paths under the mount; dynamic registration, device flow,
+ * CIBA, introspection and pushed requests are off): path and methods (docs/oidc.md "Endpoints").
+ */
+export const OIDC_ENDPOINTS: ReadonlyArray<readonly [string, readonly ('GET' | 'POST')[]]> = [
+  ['/.well-known/openid-configuration', ['GET']],
+  ['/auth', ['GET', 'POST']],
+  ['/auth/:uid', ['GET']],
+  ['/token', ['POST']],
+  ['/jwks', ['GET']],
+  ['/me', ['GET', 'POST']],
+  ['/token/revocation', ['POST']],
+  ['/session/end', ['GET', 'POST']],
+  ['/session/end/confirm', ['POST']],
+  ['/session/end/success', ['GET']],
+];
 const validateQr = compileValidator(QrRequestBody);
 const UidParams = Type.Object({ uid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
 const LoginViewSchema = Type.Object(
@@ -58,8 +75,18 @@ export async function oidcRoutes(fastify: FastifyInstance, o: OidcRoutesOptions)
       reply.hijack();
       o.holder.current().handle(raw, reply.raw);
     };
-    const hidden = { hide: true, tags, summary: 'OpenID Provider endpoint (docs/oidc.md); listed by its discovery document' };
-    scope.route({ method: ['GET', 'POST'], url: `${OIDC_MOUNT}/*`, schema: hidden, handler: pass });
+    // The library's endpoints, named one by one (OIDC_ENDPOINTS) so any other path under /oidc is the
+    // service's own 404. Not in the OpenAPI document: the discovery document describes them.
+    for (const [path, methods] of OIDC_ENDPOINTS) {
+      scope.route({
+        method: [...methods],
+        url: `${OIDC_MOUNT}${path}`,
+        // HEAD is safe (RFC 9110 §9.2.1): GET /auth creates a login's record, so no HEAD reaches the library.
+        exposeHeadRoute: false,
+        schema: { hide: true, tags, summary: 'OpenID Provider endpoint (docs/oidc.md); described by its discovery document' },
+        handler: pass,
+      });
+    }
   });
 
   const app = fastify.withTypeProvider<TypeBoxTypeProvider>();

@@ -1,4 +1,4 @@
-import { errors, type Adapter, type AdapterConstructor, type AdapterPayload } from 'oidc-provider';
+import type { Adapter, AdapterConstructor, AdapterPayload, errors } from 'oidc-provider';
 import type { Clock } from '../clock.js';
 import type { OidcClientStore, OidcEntryStore } from '../store/oidc-store.js';
 import { clientMetadata } from './client-metadata.js';
@@ -26,6 +26,8 @@ export interface OidcAdapterDeps {
   entries: OidcEntryStore;
   clients: OidcClientStore;
   clock: Clock;
+  /** The library's error classes (library.ts loads the library when the provider starts). */
+  errors: typeof errors;
 }
 
 /**
@@ -37,7 +39,7 @@ export function oidcAdapter(deps: OidcAdapterDeps): AdapterConstructor {
   return class {
     private readonly inner: Adapter;
     constructor(model: string) {
-      this.inner = model === 'Client' ? new ClientAdapter(deps.clients) : new EntryAdapter(model, deps.entries, deps.clock);
+      this.inner = model === 'Client' ? new ClientAdapter(deps.clients) : new EntryAdapter(model, deps.entries, deps.clock, deps.errors);
     }
     upsert = (id: string, payload: AdapterPayload, expiresIn?: number) => this.inner.upsert(id, payload, expiresIn);
     find = (id: string) => this.inner.find(id);
@@ -55,6 +57,7 @@ class EntryAdapter implements Adapter {
     private readonly model: string,
     private readonly entries: OidcEntryStore,
     private readonly clock: Clock,
+    private readonly errors: OidcAdapterDeps['errors'],
   ) {}
 
   async upsert(id: string, payload: AdapterPayload, expiresIn?: number): Promise<void> {
@@ -92,8 +95,8 @@ class EntryAdapter implements Adapter {
    */
   async consume(id: string): Promise<void> {
     if (!impossibleKey(id) && (await this.entries.consume(this.model, id, this.clock.now()))) return;
-    if (this.model === 'PushedAuthorizationRequest') throw new errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
-    throw new errors.InvalidGrant(`${this.model} already consumed`);
+    if (this.model === 'PushedAuthorizationRequest') throw new this.errors.InvalidRequestUri('request_uri is invalid, expired, or was already used');
+    throw new this.errors.InvalidGrant(`${this.model} already consumed`);
   }
 
   async destroy(id: string): Promise<void> {

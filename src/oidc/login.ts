@@ -100,7 +100,8 @@ export class OidcLogin {
    * this interaction to this session, taken once. Undefined while there is none.
    */
   async outcome(details: InteractionDetails, tab: string, sessionHash: string): Promise<InteractionResult | undefined> {
-    const since = (details.exp - OIDC_TTL.Interaction) * 1000;
+    // An interaction lives OIDC_TTL.Interaction: no code of its can have been signed before that (on this service's clock).
+    const since = this.deps.clock.now() - OIDC_TTL.Interaction * 1000;
     for (const record of await this.deps.codes.recentTabEvents(tab, sessionHash, since)) {
       const type = record.event.type;
       if (type !== EventTypes.SignatureReceived && type !== EventTypes.SignatureRejected) continue;

@@ -1,5 +1,7 @@
 import { createHmac } from 'node:crypto';
-import Provider, { type AdapterConstructor, type Account, type ClientLike, type ErrorOut, type KoaContextWithOIDC } from 'oidc-provider';
+import type Provider from 'oidc-provider';
+import type { AdapterConstructor, Account, ClientLike, ErrorOut, KoaContextWithOIDC } from 'oidc-provider';
+import type { OidcLibrary } from './library.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import { maySign } from '../identity/identity.js';
@@ -73,11 +75,11 @@ function findAccount(deps: Pick<OidcProviderDeps, 'identities' | 'clock'>) {
  * again whenever the published keys change (the library takes its keys when it is made); everything it
  * keeps is in the adapter, so a new instance carries on where the old one was.
  */
-export function buildOidcProvider(deps: OidcProviderDeps, settings: OidcProviderSettings, keys: SigningJwk[]): Provider {
+export function buildOidcProvider(library: OidcLibrary, deps: OidcProviderDeps, settings: OidcProviderSettings, keys: SigningJwk[]): Provider {
   // acr and amr under openid: the library puts a claim in the ID token only through a scope or the claims
   // parameter, and how the person logged in is what a relying party checks (OpenID Connect Core §2).
   const claims: Record<string, readonly string[] | null> = { ...SCOPE_CLAIMS, openid: [...SCOPE_CLAIMS.openid!, 'acr', 'amr', 'auth_time'], acr: null, amr: null, auth_time: null, sid: null, iss: null };
-  const provider = new Provider(settings.issuer, {
+  const provider = new library.default(settings.issuer, {
     adapter: deps.adapter,
     jwks: { keys },
     findAccount: findAccount(deps),
@@ -109,6 +111,8 @@ export function buildOidcProvider(deps: OidcProviderDeps, settings: OidcProvider
     features: {
       devInteractions: { enabled: false },
       registration: { enabled: false },
+      // Only the endpoints the service routes (http/oidc-routes.ts OIDC_ENDPOINTS) are on.
+      pushedAuthorizationRequests: { enabled: false },
       revocation: { enabled: true },
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true, logoutSource: logoutPage, postLogoutSuccessSource: loggedOutPage },

@@ -5,6 +5,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import { oidcRoutes, type ProviderHolder } from '../http/oidc-routes.js';
 import { oidcAdapter } from '../oidc/adapter.js';
+import { loadOidcLibrary } from '../oidc/library.js';
 import { OidcLogin } from '../oidc/login.js';
 import { buildOidcProvider, OIDC_MOUNT, OIDC_TTL, type OidcProviderDeps } from '../oidc/provider.js';
 import { ensureOidcKeys, keySetId, OIDC_KEY_RELOAD_MS, publishedKeys, readOidcRings } from '../oidc/signing-keys.js';
@@ -51,9 +52,10 @@ const OFF: OidcArea = {
 export async function createOidcArea(config: Config, deps: OidcAreaDeps): Promise<OidcArea> {
   if (!config.oidc) return OFF;
   const { store, clock, log } = deps;
+  const library = await loadOidcLibrary();
   await ensureOidcKeys(store.serverKeys, clock);
   const providerDeps: OidcProviderDeps = {
-    adapter: oidcAdapter({ entries: store.oidcEntries, clients: store.oidcClients, clock }),
+    adapter: oidcAdapter({ entries: store.oidcEntries, clients: store.oidcClients, clock, errors: library.errors }),
     identities: store.identities,
     clock,
     log,
@@ -67,7 +69,7 @@ export async function createOidcArea(config: Config, deps: OidcAreaDeps): Promis
     const keys = publishedKeys(await readOidcRings(store.serverKeys), clock.now(), RETIRE_AFTER_MS);
     const id = keySetId(keys);
     if (serving?.id === id) return;
-    const provider = buildOidcProvider(providerDeps, settings, keys);
+    const provider = buildOidcProvider(library, providerDeps, settings, keys);
     serving = { id, provider, handle: provider.callback() };
   };
   await reloadKeys();

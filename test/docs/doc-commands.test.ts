@@ -78,7 +78,7 @@ afterAll(async () => {
 
 describe('documented commands, run as written', () => {
   it('runs every block marked for this file', () => {
-    expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'oidc-clients', 'sign', 'wallet-approve', 'ways-to-run'].sort());
+    expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'oidc-clients', 'oidc-setup', 'sign', 'wallet-approve', 'ways-to-run'].sort());
   });
 
   it('docs/cli.md: the ways to run tabwire print the same thing (`help` for <command>)', SLOW, async () => {
@@ -154,6 +154,19 @@ describe('documented commands, run as written', () => {
     expect(await ran.exited, ran.stderr).toBe(0);
     expect(rows(ran.stdout.split('\n').slice(0, -2).join('\n'))).toContainEqual([id, 'Created', 'ok', '{"FIRST":"Grace"}']);
     expect(ran.stdout.trim().split('\n').at(-1)).toBe(`${id}\tApproved`);
+  });
+
+  it('docs/oidc.md: the five-minute set-up prints the client id, its secret and the issuer, and the client can start a login', SLOW, async () => {
+    const ran = run(text('oidc-setup'));
+    expect(await ran.exited, ran.stderr).toBe(0);
+    const [clientId, secret, issuer, ...rest] = ran.stdout.trim().split('\n');
+    expect(rest).toEqual([]);
+    expect(secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    expect(issuer).toBe(`${base}/oidc`);
+    // The registered client is known to the running service: an authorization request goes to the login page.
+    const query = new URLSearchParams({ client_id: clientId!, response_type: 'code', scope: 'openid', redirect_uri: 'http://127.0.0.1:3000/callback', state: 's', nonce: 'n' });
+    const answer = await fetch(`${base}/oidc/auth?${query}`, { redirect: 'manual' });
+    expect([answer.status, answer.headers.get('location')]).toEqual([303, expect.stringMatching(/^\/oidc\/interaction\/[A-Za-z0-9_-]+$/)]);
   });
 
   it('docs/cli.md: oidc client add prints the registration as JSON, list shows the client without its secret, remove takes it out', SLOW, async () => {

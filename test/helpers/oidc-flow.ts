@@ -14,7 +14,7 @@ import { TestTab } from './tab.js';
 export class CookieJar {
   private readonly cookies = new Map<string, string>();
 
-  take(response: Response): void {
+  take(response: { headers: Headers }): void {
     for (const line of response.headers.getSetCookie()) {
       const [pair] = line.split(';');
       const at = pair!.indexOf('=');

@@ -12,6 +12,7 @@ import { startDocumentedService } from '../helpers/openapi-service.js';
 import { registered } from '../helpers/http.js';
 import { makeIdentity, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
+import { addClient, approve, authorize, CookieJar, interactionUid, pkce } from '../helpers/oidc-flow.js';
 
 /**
  * Real answers of every documented operation of the OpenAPI document (docs/openapi.md), successes and
@@ -253,6 +254,39 @@ describe('real answers match the document', () => {
     expect((await call('POST', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/PopMessages', { body: { maxCount: 10 }, headers: auth(bob) })).body.messages).toHaveLength(1);
     expect((await call('POST', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/PopMessages', { body: { maxCount: 0 }, headers: auth(bob) })).status).toBe(400);
     tab.close();
+  });
+
+  it('the OpenID Provider\'s login page: the page, its view, a QR request on the relying party\'s behalf, and the completion', async () => {
+    const client = await addClient(service.store, { redirectUris: ['https://shop.example/cb'], name: 'The Shop' });
+    const jar = new CookieJar();
+    const started = await authorize(service.baseUrl, jar, { client, challenge: pkce().challenge });
+    const uid = interactionUid(started.headers.get('location')!);
+    const cookie = { cookie: jar.header() };
+    await call('GET', '/oidc-login.js', '/oidc-login.js');
+    const page = await call('GET', '/oidc/interaction/{uid}', `/oidc/interaction/${uid}`, { headers: cookie });
+    expect(page.status).toBe(200);
+    jar.take(page);
+    const view = await call('GET', '/oidc/interaction/{uid}/view', `/oidc/interaction/${uid}/view`, { headers: { cookie: jar.header() } });
+    expect(view.body).toMatchObject({ clientName: 'The Shop', site: 'https://shop.example' });
+    // Without the interaction's cookie: another browser's login.
+    expect((await call('GET', '/oidc/interaction/{uid}/view', `/oidc/interaction/${uid}/view`)).status).toBe(404);
+    const session = jar.get('tabwire_sid')!;
+    const tab = await TestTab.open(service.wsUrl, { cookie: `tabwire_sid=${session}` });
+    try {
+      await registered(service, tab.tabId);
+      const headers = { cookie: jar.header(), origin: service.publicBaseUrl };
+      const qr = await call('POST', '/oidc/interaction/{uid}/QuickLogin', `/oidc/interaction/${uid}/QuickLogin`, { body: { mode: 'text', purpose: 'x', serviceId: '', tab: tab.tabId }, headers });
+      expect(qr.status).toBe(200);
+      expect((await call('POST', '/oidc/interaction/{uid}/QuickLogin', `/oidc/interaction/${uid}/QuickLogin`, { body: { mode: 'nope' }, headers })).status).toBe(400);
+      expect((await call('POST', '/oidc/interaction/{uid}/complete', `/oidc/interaction/${uid}/complete`, { body: { tab: tab.tabId }, headers })).status).toBe(404);
+      const identity = await makeIdentity(service, { FIRST: 'Ada' });
+      await approve(qr.body.signUrl as string, identity.identity.id, privateKeyFromPem(identity.privateKeyPem));
+      await tab.next('SignatureReceived');
+      const done = await call('POST', '/oidc/interaction/{uid}/complete', `/oidc/interaction/${uid}/complete`, { body: { tab: tab.tabId }, headers });
+      expect({ status: done.status, body: done.body }).toMatchObject({ status: 200, body: { redirectTo: expect.stringContaining(`/oidc/auth/${uid}`) } });
+    } finally {
+      tab.ws.close();
+    }
   });
 
   it('every documented operation was exercised, with a success', () => {

@@ -1,3 +1,4 @@
+import { OIDC_ENDPOINTS } from '../../src/http/oidc-routes.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operationsOf, registeredRoutes, type OpenApiChecker } from '../helpers/openapi-check.js';
 import { startDocumentedService } from '../helpers/openapi-service.js';
@@ -25,6 +26,8 @@ const HIDDEN: Record<string, string> = {
   'GET /docs/yaml': 'the document as YAML',
   // The web wallet's page: a static app, and a path ending in a slash (docs/openapi.md "Lint"); its files are in.
   'GET /wallet/': 'the wallet app page',
+  // The OpenID Provider's endpoints (docs/oidc.md "Endpoints"): its discovery document describes them.
+  ...Object.fromEntries(OIDC_ENDPOINTS.flatMap(([path, methods]) => methods.map((m) => [`${m} /oidc${path.replace(/:(\w+)/g, '{$1}')}`, 'OpenID Provider endpoint']))),
   // CORS preflights (@fastify/cors): answered for every path, documented in docs/input.md.
   'OPTIONS *': 'CORS preflight',
 };

@@ -88,8 +88,8 @@ describe('the console of the service process', () => {
     const service = startPiped(baseEnv(port, 'json'));
     try {
       const start = JSON.parse(await service.until((l) => l.includes('tabwire is listening'))) as Record<string, unknown>;
-      expect(start).toMatchObject({ level: 30, demo: `http://127.0.0.1:${port}/`, docs: `http://127.0.0.1:${port}/docs` });
-      expect(start.msg).toBe(`tabwire is listening: open http://127.0.0.1:${port}/ for the demo, http://127.0.0.1:${port}/docs for the API reference`);
+      expect(start).toMatchObject({ level: 30, demo: `http://127.0.0.1:${port}/`, docs: `http://127.0.0.1:${port}/docs`, oidcIssuer: `http://127.0.0.1:${port}/oidc` });
+      expect(start.msg).toBe(`tabwire is listening: open http://127.0.0.1:${port}/ for the demo, http://127.0.0.1:${port}/docs for the API reference; OpenID Provider issuer http://127.0.0.1:${port}/oidc`);
       // The start line is the first line: no Fastify "Server listening", no embedded node's lease lines before it.
       expect(service.lines[0]).toContain('tabwire is listening');
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);

@@ -146,6 +146,56 @@ describe('OpenID Connect login by QR on one node', () => {
     }
   });
 
+  it('a provider session: the same site logs the browser in again without a scan, unless it asks with prompt=login; login_hint changes nothing', async () => {
+    const client = await addClient(service.store, { redirectUris: ['https://shop.example/cb'] });
+    const first = await loginToCode({ client, challenge: pkce().challenge, extra: { login_hint: 'someone-else@example.org' } });
+    expect(first.back.searchParams.get('code')).toBeTruthy();
+    // Same browser (cookie jar), same site: straight back with a code.
+    const again = await authorize(service.baseUrl, first.jar, { client, challenge: pkce().challenge });
+    const back = await followToRp(service.baseUrl, first.jar, again.headers.get('location')!);
+    expect(`${back.origin}${back.pathname}`).toBe('https://shop.example/cb');
+    expect(back.searchParams.get('code')).toBeTruthy();
+    // prompt=login: the QR page again.
+    const forced = await authorize(service.baseUrl, first.jar, { client, challenge: pkce().challenge, extra: { prompt: 'login' } });
+    expect(forced.status).toBe(303);
+    expect(interactionUid(forced.headers.get('location')!)).toBeTruthy();
+    // Another site the browser never approved: the QR page, since its claims need the person's approval.
+    const other = await addClient(service.store, { redirectUris: ['https://other.example/cb'] });
+    const otherStart = await authorize(service.baseUrl, first.jar, { client: other, challenge: pkce().challenge });
+    expect(interactionUid(otherStart.headers.get('location')!)).toBeTruthy();
+    // prompt=none in a browser without a session: login_required at the site.
+    const none = await authorize(service.baseUrl, new CookieJar(), { client, challenge: pkce().challenge, extra: { prompt: 'none' } });
+    expect(new URL(none.headers.get('location')!).searchParams.get('error')).toBe('login_required');
+  });
+
+  it('RP-initiated logout: the confirmation page, then back to the registered post-logout URI; the session is gone', async () => {
+    const client = await addClient(service.store, { redirectUris: ['https://shop.example/cb'], postLogoutRedirectUris: ['https://shop.example/bye'] });
+    const { verifier, challenge } = pkce();
+    const { back, jar } = await loginToCode({ client, challenge });
+    const tokens = await exchange(service.baseUrl, client, { code: back.searchParams.get('code')!, redirect_uri: 'https://shop.example/cb', code_verifier: verifier });
+    const query = new URLSearchParams({ id_token_hint: String(tokens.body.id_token), post_logout_redirect_uri: 'https://shop.example/bye', state: 'bye-state' });
+    const ask = await fetch(`${service.baseUrl}/oidc/session/end?${query}`, { headers: { cookie: jar.header() } });
+    jar.take(ask);
+    expect(ask.status).toBe(200);
+    const page = await ask.text();
+    const xsrf = /name="xsrf" value="([^"]+)"/.exec(page)?.[1];
+    expect(xsrf).toBeTruthy();
+    const confirm = await fetch(`${service.baseUrl}/oidc/session/end/confirm`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ xsrf: xsrf!, logout: 'yes' }),
+    });
+    jar.take(confirm);
+    expect(confirm.status).toBe(303);
+    const to = new URL(confirm.headers.get('location')!);
+    expect(`${to.origin}${to.pathname}`).toBe('https://shop.example/bye');
+    expect(to.searchParams.get('state')).toBe('bye-state');
+    // Logged out: the next authorization needs the QR page again.
+    const after = await authorize(service.baseUrl, jar, { client, challenge: pkce().challenge });
+    expect(interactionUid(after.headers.get('location')!)).toBeTruthy();
+  });
+
   it('discovery names the issuer, EdDSA and ES256, PKCE S256, and no dynamic registration', async () => {
     const response = await fetch(`${service.baseUrl}/oidc/.well-known/openid-configuration`);
     const discovery = (await response.json()) as Record<string, unknown>;

@@ -45,4 +45,10 @@ describe('start line', () => {
     expect(line.fields).toEqual({ demo: 'https://auth.example.org/', docs: 'https://auth.example.org/docs' });
     expect(line.message).toBe('tabwire is listening: open https://auth.example.org/ for the demo, https://auth.example.org/docs for the API reference');
   });
+
+  it('names the OpenID Provider\'s issuer when it is on', () => {
+    const line = startLine('https://auth.example.org', 'https://auth.example.org/oidc');
+    expect(line.fields.oidcIssuer).toBe('https://auth.example.org/oidc');
+    expect(line.message).toBe('tabwire is listening: open https://auth.example.org/ for the demo, https://auth.example.org/docs for the API reference; OpenID Provider issuer https://auth.example.org/oidc');
+  });
 });

@@ -77,7 +77,7 @@ describe('oidcAdapter over SQLite', () => {
   const model = (name: string): Adapter => new Adapter(name);
   beforeEach(() => {
     clock = new ManualClock(1_800_000_000_000);
-    Adapter = oidcAdapter({ entries: store.oidcEntries, clients: store.oidcClients, clock });
+    Adapter = oidcAdapter({ entries: store.oidcEntries, clients: store.oidcClients, clock, errors });
   });
 
   it('a record lives expiresIn seconds from its save by the clock, and no longer', async () => {
@@ -173,7 +173,7 @@ describe('oidcAdapter under oidc-provider', () => {
     const jwk = (kind: 'ed25519' | 'ec') =>
       (kind === 'ec' ? generateKeyPairSync('ec', { namedCurve: 'P-256' }) : generateKeyPairSync('ed25519')).privateKey.export({ format: 'jwk' });
     provider = new Provider('https://login.example', {
-      adapter: oidcAdapter({ entries: store.oidcEntries, clients: store.oidcClients, clock }),
+      adapter: oidcAdapter({ entries: store.oidcEntries, clients: store.oidcClients, clock, errors }),
       jwks: { keys: [jwk('ed25519'), jwk('ec')] },
       cookies: { keys: ['a-cookie-key-for-the-test-provider'] },
       ttl: { Interaction: 600, Session: 3600, Grant: 3600 },
