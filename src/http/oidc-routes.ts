@@ -113,9 +113,22 @@ export async function oidcRoutes(fastify: FastifyInstance, o: OidcRoutesOptions)
 
   app.get(
     `${OIDC_MOUNT}/interaction/:uid`,
-    { schema: { tags, summary: 'The login page of an OpenID Connect login: a QR code to approve in a signing app', params: UidParams, response: { 200: media('text/html', 'The page'), ...problems('not_found') } } },
+    {
+      schema: {
+        tags,
+        summary: 'The login page of an OpenID Connect login: a QR code to approve in a signing app',
+        params: UidParams,
+        response: { 200: media('text/html', 'The page'), ...problems(), 404: media('text/html', 'The page, saying that this login has ended (its `/view` answers `not_found` with the reason)') } },
+    },
     async (request, reply) => {
-      await interaction(request, reply, request.params.uid);
+      try {
+        await interaction(request, reply, request.params.uid);
+      } catch (error) {
+        // A person reloading an ended login, or coming back to it, reads in words that it has ended (the page
+        // shows the reason its /view is refused with), not a JSON document; no session is handed out for it.
+        if (error instanceof TabwireError && error.code === 'not_found') return sendPage(reply.code(404), page);
+        throw error;
+      }
       handOutSession(request, reply, o.cookies);
       return sendPage(reply, page);
     },
