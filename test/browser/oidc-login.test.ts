@@ -243,7 +243,7 @@ describe('OpenID Connect login in Chromium', () => {
     }
   });
 
-  it('a rejection in the signing app ends at the RP with access_denied, and no one is signed in', async () => {
+  it('a rejection in the signing app ends at the RP with access_denied, and no one is signed in; the login page, reloaded or gone back to, says the login has ended', async () => {
     const { clientId, clientSecret } = clientCredentials();
     const rp = await startOpenidClientRp({ issuer: issuer(), clientId, clientSecret, idTokenSignedResponseAlg: 'EdDSA', scope: 'openid profile email' });
     const context = await newContext();
@@ -258,6 +258,19 @@ describe('OpenID Connect login in Chromium', () => {
       expect(failure.error).toBe('access_denied');
       expect(rp.logins).toEqual([]);
       expect(JSON.parse((await page.textContent('#error'))!)).toMatchObject({ error: 'access_denied' });
+
+      // Back to the login page, or reloading it: the login has ended, and the page says so in words.
+      const before = rig.consoleErrors.length;
+      await page.goBack();
+      await page.waitForFunction(() => document.getElementById('title')?.textContent === 'This login has ended');
+      expect(await page.isHidden('#waiting')).toBe(true);
+      expect(await page.textContent('#lead')).toContain('go back to the site and start again');
+      const reloaded = await page.reload();
+      expect(reloaded?.status()).toBe(404);
+      await page.waitForFunction(() => document.getElementById('title')?.textContent === 'This login has ended');
+      expect(await page.textContent('#lead')).toContain('go back to the site and start again');
+      // The page's own request for what to show was refused (404): the only errors its console shows.
+      expect(rig.consoleErrors.splice(before).every((error) => error.endsWith('status of 404 (Not Found)'))).toBe(true);
     } finally {
       await context.close();
       await rp.close();
