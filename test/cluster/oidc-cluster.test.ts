@@ -86,7 +86,7 @@ const exchangeOn = (n: number, login: { code: string; verifier: string }) =>
   exchange(node(n), client, { code: login.code, redirect_uri: REDIRECT, code_verifier: login.verifier });
 
 describe('OpenID Connect login across three nodes', () => {
-  it('authorize on 1, page, QR and approval on 2, completion on 3, resume on 1, tokens on 3: the ID token verifies against node 1\'s JWKS; a replay on node 1 is invalid_grant', async () => {
+  it('authorize on 1, page, QR and approval on 2, completion on 3, resume on 1, tokens on 3: the ID token verifies against node 1\'s JWKS; a replay on node 1 is invalid_grant and revokes its tokens', async () => {
     const login = await loginToCode({ authorize: 1, page: 2, sign: 2, complete: 3, resume: 1 });
     const tokens = await exchangeOn(3, login);
     expect(tokens.status, JSON.stringify(tokens.body)).toBe(200);
