@@ -34,7 +34,8 @@ beforeAll(async () => {
   signer = readKeyFile(keyFile);
   const registration = JSON.parse(await cluster.cli(['oidc', 'client', 'add', '--name', 'Cluster Shop', '--redirect-uri', REDIRECT])) as { client_id: string; client_secret: string };
   client = { clientId: registration.client_id, clientSecret: registration.client_secret, redirectUris: [REDIRECT] };
-}, 120_000);
+  // Three nodes and two CLI runs took 90 s on one busy core; the limit only bounds a broken start.
+}, 240_000);
 afterAll(async () => {
   await cluster?.stop();
   if (keyDir) rmSync(keyDir, { recursive: true, force: true });
