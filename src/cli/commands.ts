@@ -42,6 +42,7 @@ const CONFIG_NOTE =
 const IDENTITY_ACTIONS = ['create', 'approve', 'reject', 'obsolete', 'compromised', 'list'] as const;
 const APIKEY_ACTIONS = ['create', 'revoke', 'list'] as const;
 const ACCOUNT_ACTIONS = ['list', 'disable', 'enable', 'delete'] as const;
+const OIDC_GROUPS = ['client', 'keys'] as const;
 const OIDC_CLIENT_ACTIONS = ['add', 'list', 'remove'] as const;
 const OIDC_ADD_FLAGS = ['redirect-uri', 'post-logout-redirect-uri', 'name', 'public', 'token-auth', 'pairwise', 'id-token-alg'];
 /** `--token-auth basic|post`: the short words for client_secret_basic and client_secret_post. */
@@ -233,16 +234,18 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'oidc',
-    summary: 'register, list and remove OpenID Connect relying parties (operator)',
+    summary: 'register, list and remove OpenID Connect relying parties; rotate the ID token keys (operator)',
     usage: [
       'oidc client add --redirect-uri URI [--redirect-uri URI ...] [--post-logout-redirect-uri URI ...] [--name NAME] [--public] [--token-auth basic|post] [--pairwise] [--id-token-alg EdDSA|ES256]',
       'oidc client list',
       'oidc client remove <client_id>',
+      'oidc keys rotate',
     ],
     description: [
       'client add registers a relying party and prints its registration as one JSON object on stdout (client_id, client_secret, redirect_uris, token_endpoint_auth_method, subject_type, id_token_signed_response_alg, ...), the values to paste into the relying party\'s settings: `jq -r .client_secret` reads one. The secret is shown only then. By default the client is confidential and authenticates with client_secret_basic; --public makes a client without a secret that must use PKCE.',
       'A redirect URI is an absolute https URL, or http to 127.0.0.1, [::1] or localhost, without a fragment or user info, at most 10 per client; it is matched exactly as written. A refused URI is named with the reason (exit status 2) and nothing is stored.',
       'client list prints a header and one line per client (client id, name, public or confidential, its redirect URIs), never a secret, or "none". client remove deletes a client: it can no longer log anyone in.',
+      'keys rotate adds a new ID token signing key for each algorithm (EdDSA, ES256) and prints the new key ids. Every node publishes them in its JWKS within a minute; they sign ID tokens from two minutes after the rotation, so relying parties know a key before any token carries it. The replaced keys stay published until the ID tokens they signed have expired (docs/oidc.md "Keys").',
       CONFIG_NOTE,
     ].join('\n\n'),
     flags: [
@@ -255,7 +258,13 @@ export const COMMANDS: readonly Command[] = [
       { kind: 'string', name: 'id-token-alg', value: 'ALG', choices: ID_TOKEN_ALGS, help: 'add: the ID token\'s signature algorithm: EdDSA (default) or ES256, for relying parties without EdDSA.' },
     ],
     async run(args) {
-      action('oidc', args, ['client']);
+      const group = action('oidc', args, OIDC_GROUPS);
+      if (group === 'keys') {
+        const act = action('oidc', args, ['rotate'], 1);
+        onlyWith('oidc', args, `keys ${act}`, 'client add', OIDC_ADD_FLAGS);
+        operands('oidc', args, [], 2);
+        return (await import('./oidc-keys-command.js')).oidcKeysRotate(await loadConfig());
+      }
       const act = action('oidc', args, OIDC_CLIENT_ACTIONS, 1);
       onlyWith('oidc', args, `client ${act}`, 'client add', OIDC_ADD_FLAGS);
       const [clientId] = operands('oidc', args, act === 'remove' ? ['client_id'] : [], 2);

@@ -100,8 +100,10 @@ export class OidcLogin {
    * this interaction to this session, taken once. Undefined while there is none.
    */
   async outcome(details: InteractionDetails, tab: string, sessionHash: string): Promise<InteractionResult | undefined> {
-    // An interaction lives OIDC_TTL.Interaction: no code of its can have been signed before that (on this service's clock).
-    const since = this.deps.clock.now() - OIDC_TTL.Interaction * 1000;
+    // Signature times are the service's clock (codes.signed_at), while the interaction's exp is the library's,
+    // which is the process clock: the window is taken on the service's clock, the interaction's whole life
+    // plus a minute for clocks of nodes that differ. Which interaction a code was for is the record's to say.
+    const since = this.deps.clock.now() - (OIDC_TTL.Interaction + 60) * 1000;
     for (const record of await this.deps.codes.recentTabEvents(tab, sessionHash, since)) {
       const type = record.event.type;
       if (type !== EventTypes.SignatureReceived && type !== EventTypes.SignatureRejected) continue;

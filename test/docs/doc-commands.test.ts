@@ -3,6 +3,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { readOidcRings } from '../../src/oidc/signing-keys.js';
 import { openStore } from '../../src/store/open.js';
 import { runCli } from '../helpers/cli.js';
 import { kill, startProcess } from '../helpers/process.js';
@@ -78,7 +79,7 @@ afterAll(async () => {
 
 describe('documented commands, run as written', () => {
   it('runs every block marked for this file', () => {
-    expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'oidc-clients', 'oidc-setup', 'sign', 'wallet-approve', 'ways-to-run'].sort());
+    expect([...blocks.keys()].sort()).toEqual(['backup', 'identities', 'login', 'oidc-clients', 'oidc-keys', 'oidc-setup', 'sign', 'wallet-approve', 'ways-to-run'].sort());
   });
 
   it('docs/cli.md: the ways to run tabwire print the same thing (`help` for <command>)', SLOW, async () => {
@@ -193,6 +194,23 @@ describe('documented commands, run as written', () => {
     const store = await openStore({ sqliteFile: env.TABWIRE_SQLITE_FILE!, databasePoolSize: 1 });
     try {
       expect(await store.oidcClients.get(id)).toBeUndefined();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('docs/cli.md: oidc keys rotate prints a new kid per algorithm, stored as the newest key of its ring, and when they sign', SLOW, async () => {
+    const ran = run(text('oidc-keys'));
+    expect(await ran.exited, ran.stderr).toBe(0);
+    const lines = ran.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^EdDSA\t[A-Za-z0-9_-]{16}$/);
+    expect(lines[1]).toMatch(/^ES256\t[A-Za-z0-9_-]{16}$/);
+    expect(lines[2]).toMatch(/^\(new ID token signing keys: .* they sign from \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z, 2 minutes from now, /);
+    const store = await openStore({ sqliteFile: env.TABWIRE_SQLITE_FILE!, databasePoolSize: 1 });
+    try {
+      const rings = await readOidcRings(store.serverKeys);
+      expect([rings.EdDSA[0]!.kid, rings.ES256[0]!.kid]).toEqual([lines[0]!.split('\t')[1], lines[1]!.split('\t')[1]]);
     } finally {
       await store.close();
     }

@@ -2,14 +2,17 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { systemClock } from '../../src/clock.js';
+import { ensureOidcKeys, ID_TOKEN_ALGS, PUBLISH_AHEAD_MS, publishedKeys, readOidcRings } from '../../src/oidc/signing-keys.js';
 import { openSqliteStore } from '../../src/store/sqlite/open.js';
 import type { OidcClient } from '../../src/store/oidc-store.js';
 import { runCli } from '../helpers/cli.js';
 
 /**
- * `tabwire oidc client add|list|remove` (docs/cli.md "oidc"), the built CLI against a real SQLite store: what
- * add prints is the stored client, list never shows a secret, remove takes it out of the store, and refused
- * input is a usage error (status 2) that stores nothing.
+ * `tabwire oidc client add|list|remove` and `tabwire oidc keys rotate` (docs/cli.md "oidc"), the built CLI
+ * against a real SQLite store: what add prints is the stored client, list never shows a secret, remove takes
+ * it out of the store, and refused input is a usage error (status 2) that stores nothing; rotate adds a key
+ * to each ID token key ring that is published at once and signs from the moment it prints.
  */
 
 const dir = mkdtempSync(join(tmpdir(), 'tabwire-cli-oidc-'));
@@ -141,7 +144,6 @@ describe('tabwire oidc client', SLOW, () => {
   it('refuses actions and operands it does not know, and add\'s flags given to another action', async () => {
     const { env } = freshStore();
     const cases: Array<[string[], string]> = [
-      [['oidc'], 'oidc needs an action: client'],
       [['oidc', 'clients', 'list'], 'unknown oidc action "clients"'],
       [['oidc', 'client'], 'oidc client needs an action: add, list, remove'],
       [['oidc', 'client', 'delete', 'x'], 'unknown oidc client action "delete"; expected one of add, list, remove'],
@@ -149,11 +151,54 @@ describe('tabwire oidc client', SLOW, () => {
       [['oidc', 'client', 'list', 'extra'], 'oidc client list: unexpected argument "extra"'],
       [['oidc', 'client', 'list', '--public'], '--public applies only to oidc client add'],
       [['oidc', 'client', 'remove', 'x', '--redirect-uri', 'https://a.example/'], '--redirect-uri applies only to oidc client add'],
+      [['oidc'], 'oidc needs an action: client, keys'],
+      [['oidc', 'keys'], 'oidc keys needs an action: rotate'],
+      [['oidc', 'keys', 'list'], 'unknown oidc keys action "list"; expected one of rotate'],
+      [['oidc', 'keys', 'rotate', 'now'], 'oidc keys rotate: unexpected argument "now"'],
+      [['oidc', 'keys', 'rotate', '--id-token-alg', 'ES256'], '--id-token-alg applies only to oidc client add'],
     ];
     for (const [args, message] of cases) {
       const refused = await runCli(args, { env });
       expect(refused.status, args.join(' ')).toBe(2);
       expect(refused.stderr, args.join(' ')).toContain(message);
+    }
+  });
+});
+
+describe('tabwire oidc keys rotate', SLOW, () => {
+  it('adds a key to each ring, prints its kid and when it signs; the JWKS publishes it at once, it signs from then, the old key stays published', async () => {
+    const { file, env } = freshStore();
+    // The store as a running service left it: each ring with its first key.
+    const before = await openSqliteStore(file);
+    try {
+      await ensureOidcKeys(before.serverKeys, systemClock);
+    } finally {
+      await before.close();
+    }
+    const rotated = await runCli(['oidc', 'keys', 'rotate'], { env });
+    expect(rotated.status, rotated.stderr).toBe(0);
+    const lines = rotated.stdout.trimEnd().split('\n');
+    expect(lines.slice(0, 2).map((line) => line.split('\t')[0])).toEqual(['EdDSA', 'ES256']);
+    const kids = Object.fromEntries(lines.slice(0, 2).map((line) => line.split('\t'))) as Record<string, string>;
+
+    const store = await openSqliteStore(file);
+    try {
+      const rings = await readOidcRings(store.serverKeys);
+      for (const alg of ID_TOKEN_ALGS) {
+        expect(rings[alg].map((k) => k.kid)).toHaveLength(2);
+        expect(rings[alg][0]!.kid, alg).toBe(kids[alg]);
+      }
+      const createdAt = rings.EdDSA[0]!.createdAt;
+      // The time it prints is when the new keys start to sign.
+      expect(lines[2]).toContain(`they sign from ${new Date(createdAt + PUBLISH_AHEAD_MS).toISOString()}`);
+      const signing = (at: number) => publishedKeys(rings, at, 3_900_000);
+      // Until then the old keys sign (the first key of each algorithm) and the new ones are published beside them.
+      const ahead = signing(createdAt + PUBLISH_AHEAD_MS - 1);
+      expect(ahead.map((k) => k.kid)).toEqual([rings.EdDSA[1]!.kid, kids.EdDSA, rings.ES256[1]!.kid, kids.ES256]);
+      const after = signing(createdAt + PUBLISH_AHEAD_MS);
+      expect(after.map((k) => k.kid)).toEqual([kids.EdDSA, rings.EdDSA[1]!.kid, kids.ES256, rings.ES256[1]!.kid]);
+    } finally {
+      await store.close();
     }
   });
 });
