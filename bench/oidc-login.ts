@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config/load.js';
 import { ensureDevIdentity } from '../src/identity/dev-identity.js';
+import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
 import { openStore } from '../src/store/open.js';
 import { machineLine, revision, versionOf, waitForQuiet } from './lib/common.js';
 import { oidcFlow, quickLoginFlow, requestsPerLogin, type FlowContext } from './lib/oidc/flows.js';
@@ -67,7 +68,9 @@ export const oidcLogin: Benchmark = {
       const port = await freePort();
       const sqliteFile = join(dir, 'oidc.sqlite');
       const ctx: FlowContext = { port, ...(await prepare(port, sqliteFile)) };
-      const server = await startChild('tabwire', new URL('./servers/oidc-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile })], { readyTimeoutMs: 60_000 });
+      // Started as the service is (src/node-flags.ts), plus BENCH_SERVER_NODE_ARGS (e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof").
+      const nodeArgs = [...SERVICE_NODE_FLAGS, ...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean)];
+      const server = await startChild('tabwire', new URL('./servers/oidc-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile })], { nodeArgs, readyTimeoutMs: 60_000 });
       try {
         await wholeRound(quickLoginFlow, ctx, server, WARMUP, CONCURRENCY);
         await wholeRound(oidcFlow, ctx, server, WARMUP, CONCURRENCY);
@@ -84,7 +87,7 @@ export const oidcLogin: Benchmark = {
           title: oidcLogin.description,
           context: [
             machineLine(),
-            `code: ${revision()}; oidc-provider ${versionOf('oidc-provider')}; one node, SQLite, ID tokens EdDSA, client_secret_basic + PKCE, scope "openid profile email"`,
+            `code: ${revision()}; node flags ${nodeArgs.join(' ')}; oidc-provider ${versionOf('oidc-provider')}; one node, SQLite, ID tokens EdDSA, client_secret_basic + PKCE, scope "openid profile email"`,
             `${LOGINS} logins a round after ${WARMUP} of each kind, ${CONCURRENCY} at a time, ${ROUNDS} rounds of each alternating; QR in image mode with its PNG, as the pages ask`,
             `server CPU: the tabwire process, every thread (/proc/<pid>/stat; per step: its getrusage); other processes before the run: ${idleBefore.toFixed(0)}% of a core; load average ${load.map((l) => l.toFixed(2)).join(' ')}`,
           ],

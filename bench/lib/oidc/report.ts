@@ -58,6 +58,6 @@ export function stepTable(round: StepRound, whole: number): string[] {
       ['step', 'requests', 'server CPU µs/login', 'share', 'other %'],
       round.steps.map((s) => [s.name, String(s.requests), Math.round(s.serverCpuMicros).toString(), `${((s.serverCpuMicros / total) * 100).toFixed(0)}%`, flag(s.otherPercent)]),
     ),
-    `sum of the steps ${ms(total)} ms/login (whole logins: ${ms(whole)} ms; the steps run each over all ${round.logins} logins, so the sum also holds what the server does between them)`,
+    `sum of the steps ${ms(total)} ms/login; this step round read from /proc ${ms(round.roundCpuMicros)} ms/login; the whole logins above ${ms(whole)} ms/login`,
   ];
 }

@@ -27,6 +27,8 @@ export interface StepRound {
   logins: number;
   /** Server CPU per login of each step, µs (the child's own getrusage: µs resolution, every thread). */
   steps: { name: string; requests: number; serverCpuMicros: number; otherPercent: number }[];
+  /** Server CPU per login over the whole step round, from /proc as the whole rounds read it, µs. */
+  roundCpuMicros: number;
 }
 
 /** Runs `count` jobs, `concurrency` at a time. */
@@ -65,6 +67,7 @@ export async function wholeRound(flow: LoginFlow, ctx: FlowContext, server: Chil
 export async function stepRound(flow: LoginFlow, ctx: FlowContext, server: ChildServer, logins: number, concurrency: number): Promise<StepRound> {
   const states = Array.from({ length: logins }, freshLogin);
   const steps: StepRound['steps'] = [];
+  const round = await CpuWindow.open([async () => procCpuMicros(server.pid)]);
   try {
     for (const step of flow.steps) {
       const window = await CpuWindow.open([() => server.cpuMicros(), ownCpu]);
@@ -75,5 +78,5 @@ export async function stepRound(flow: LoginFlow, ctx: FlowContext, server: Child
   } finally {
     await Promise.all(states.map(async (s) => s.tab?.close()));
   }
-  return { flow: flow.name, logins, steps };
+  return { flow: flow.name, logins, steps, roundCpuMicros: (await round.close()).cpuMicros[0]! / logins };
 }
