@@ -55,9 +55,10 @@ export function stepTable(round: StepRound, whole: number): string[] {
   const total = round.steps.reduce((n, s) => n + s.serverCpuMicros, 0);
   return [
     ...table(
-      ['step', 'requests', 'server CPU µs/login', 'share', 'other %'],
-      round.steps.map((s) => [s.name, String(s.requests), Math.round(s.serverCpuMicros).toString(), `${((s.serverCpuMicros / total) * 100).toFixed(0)}%`, flag(s.otherPercent)]),
+      ['step', 'requests', 'SQL statements', 'server CPU µs/login', 'share', 'other %'],
+      round.steps.map((s) => [s.name, String(s.requests), s.sqlPerLogin.toFixed(1), Math.round(s.serverCpuMicros).toString(), `${((s.serverCpuMicros / total) * 100).toFixed(0)}%`, flag(s.otherPercent)]),
     ),
+    `SQL statements a login (event loop; transaction control left out): ${[...round.sqlByKind].sort((a, b) => b[1] - a[1]).map(([k, n]) => `${k} ${n.toFixed(1)}`).join(', ')}`,
     `sum of the steps ${ms(total)} ms/login; this step round read from /proc ${ms(round.roundCpuMicros)} ms/login; the whole logins above ${ms(whole)} ms/login`,
   ];
 }

@@ -26,10 +26,20 @@ export interface StepRound {
   flow: string;
   logins: number;
   /** Server CPU per login of each step, µs (the child's own getrusage: µs resolution, every thread). */
-  steps: { name: string; requests: number; serverCpuMicros: number; otherPercent: number }[];
+  steps: { name: string; requests: number; serverCpuMicros: number; otherPercent: number; sqlPerLogin: number }[];
+  /** SQLite statements per login over the step round, by verb and table (transaction control left out). */
+  sqlByKind: Map<string, number>;
   /** Server CPU per login over the whole step round, from /proc as the whole rounds read it, µs. */
   roundCpuMicros: number;
 }
+
+/** The statements the server's event loop has run so far, by kind (bench/servers/oidc-tabwire.ts). */
+async function statements(port: number): Promise<Map<string, number>> {
+  const counts = (await (await fetch(`http://127.0.0.1:${port}/__bench/sql`)).json()) as Record<string, number>;
+  return new Map(Object.entries(counts).filter(([kind]) => !/^(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE)\b/.test(kind)));
+}
+
+const total = (m: Map<string, number>): number => [...m.values()].reduce((n, v) => n + v, 0);
 
 /** Runs `count` jobs, `concurrency` at a time. */
 async function inParallel(count: number, concurrency: number, job: (k: number) => Promise<void>): Promise<void> {
@@ -67,16 +77,22 @@ export async function wholeRound(flow: LoginFlow, ctx: FlowContext, server: Chil
 export async function stepRound(flow: LoginFlow, ctx: FlowContext, server: ChildServer, logins: number, concurrency: number): Promise<StepRound> {
   const states = Array.from({ length: logins }, freshLogin);
   const steps: StepRound['steps'] = [];
+  const sql0 = await statements(server.port);
   const round = await CpuWindow.open([async () => procCpuMicros(server.pid)]);
   try {
     for (const step of flow.steps) {
+      const before = total(await statements(server.port));
       const window = await CpuWindow.open([() => server.cpuMicros(), ownCpu]);
       await inParallel(logins, concurrency, async (k) => step.run(ctx, states[k]!));
       const w = await window.close();
-      steps.push({ name: step.name, requests: step.requests, serverCpuMicros: w.cpuMicros[0]! / logins, otherPercent: w.otherPercent });
+      const sqlPerLogin = (total(await statements(server.port)) - before) / logins;
+      steps.push({ name: step.name, requests: step.requests, serverCpuMicros: w.cpuMicros[0]! / logins, otherPercent: w.otherPercent, sqlPerLogin });
     }
   } finally {
     await Promise.all(states.map(async (s) => s.tab?.close()));
   }
-  return { flow: flow.name, logins, steps, roundCpuMicros: (await round.close()).cpuMicros[0]! / logins };
+  const roundCpuMicros = (await round.close()).cpuMicros[0]! / logins;
+  const sql1 = await statements(server.port);
+  const sqlByKind = new Map([...sql1].map(([kind, n]) => [kind, (n - (sql0.get(kind) ?? 0)) / logins] as const).filter(([, n]) => n > 0));
+  return { flow: flow.name, logins, steps, roundCpuMicros, sqlByKind };
 }
