@@ -93,6 +93,6 @@ export async function stepRound(flow: LoginFlow, ctx: FlowContext, server: Child
   }
   const roundCpuMicros = (await round.close()).cpuMicros[0]! / logins;
   const sql1 = await statements(server.port);
-  const sqlByKind = new Map([...sql1].map(([kind, n]) => [kind, (n - (sql0.get(kind) ?? 0)) / logins] as const).filter(([, n]) => n > 0));
+  const sqlByKind = new Map([...sql1].map(([kind, n]) => [kind, (n - (sql0.get(kind) ?? 0)) / logins] as const).filter(([, n]) => n >= 0.05));
   return { flow: flow.name, logins, steps, roundCpuMicros, sqlByKind };
 }
