@@ -11,6 +11,7 @@ import { channelMemory } from './channel-memory.js';
 import { cluster } from './cluster.js';
 import { deliverLatency } from './deliver-latency.js';
 import { longpollMemory } from './longpoll-memory.js';
+import { oidcLogin } from './oidc-login.js';
 import { qrEncoders } from './qr-encoders.js';
 import { qrIssuance } from './qr-issuance.js';
 import { storeWrites } from './store-writes.js';
@@ -19,7 +20,7 @@ import { waitingPeople } from './waiting-people.js';
 import { xmppRouter } from './xmpp-router.js';
 import { xmppThroughput } from './xmpp-throughput.js';
 
-const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, waitingChurn, storeWrites, cluster];
+const BENCHMARKS: readonly Benchmark[] = [qrEncoders, qrIssuance, channelMemory, deliverLatency, longpollMemory, callbacks, xmppRouter, xmppThroughput, waitingPeople, waitingChurn, storeWrites, cluster, oidcLogin];
 
 function print(report: BenchReport, seconds: number): void {
   console.log(`\n=== ${report.title} (${seconds.toFixed(1)} s) ===`);
