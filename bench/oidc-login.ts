@@ -5,7 +5,7 @@
  * process (bench/servers/oidc-tabwire.ts) on loopback, its CPU (every thread) read from /proc. The steps are
  * in bench/lib/oidc/flows.ts. Whole rounds of each alternate; then one round of each is taken step by step to
  * show where an OpenID Connect login's CPU goes. No budget: the ratio is recorded. See
- * docs/benchmarks.md, section `oidc-login`. BENCH_OIDC_LOGINS sets the logins per round (default 200).
+ * docs/benchmarks.md#oidc-login. BENCH_OIDC_LOGINS sets the logins per round (default 200).
  */
 import { randomBytes } from 'node:crypto';
 import { loadavg } from 'node:os';
