@@ -18,6 +18,8 @@ export interface FuzzServer {
   dir: string;
   logFile: string;
   componentDomain: string;
+  /** A relying party registered with `tabwire oidc client add`, so the fuzzer holds a live OpenID Connect login. */
+  oidcClient: { clientId: string; clientSecret: string; redirectUris: string[]; postLogoutRedirectUris: string[] };
   /** Set once the process has exited, with how. */
   exited(): string | undefined;
   /** VmRSS and VmHWM (peak) of the process in KiB, from /proc/<pid>/status; undefined once gone or off Linux. */
@@ -91,6 +93,13 @@ export async function startFuzzServer(o: { readyTimeoutMs?: number } = {}): Prom
     await new Promise((r) => setTimeout(r, 100));
   }
 
+  // Once the service has made its database: the operator's command on it, as docs/oidc.md has it (a confidential client).
+  const redirectUri = 'https://rp.fuzz.test/callback';
+  const added = spawnSync(process.execPath, ['--import', tsxLoader, join(root, 'src', 'cli', 'main.ts'), 'oidc', 'client', 'add', '--redirect-uri', redirectUri, '--name', 'Fuzz RP'], { cwd: root, env, encoding: 'utf8' });
+  if (added.status !== 0) throw new Error(`tabwire oidc client add failed: ${added.stderr}`);
+  const registered = JSON.parse(added.stdout) as { client_id: string; client_secret: string };
+  const oidcClient = { clientId: registered.client_id, clientSecret: registered.client_secret, redirectUris: [redirectUri], postLogoutRedirectUris: [] };
+
   const waitExit = (ms: number) =>
     new Promise<boolean>((resolve) => {
       if (exitedHow !== undefined) return resolve(true);
@@ -108,6 +117,7 @@ export async function startFuzzServer(o: { readyTimeoutMs?: number } = {}): Prom
     logFile,
     // The default of xmppComponentDomain: agents.<legalDomain>, legalDomain being the public host.
     componentDomain: `agents.${host}`,
+    oidcClient,
     exited: () => exitedHow,
     memory: () => (exitedHow === undefined ? processMemory(pid) : undefined),
     async stop() {

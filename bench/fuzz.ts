@@ -108,6 +108,7 @@ async function main(): Promise<number> {
     componentDomain,
     ...(args['api-key'] ? { apiKey: args['api-key'] } : {}),
     ...(args.user ? { userName: args.user, password: args.password ?? '' } : {}),
+    ...(server ? { oidcClient: server.oidcClient } : {}),
   });
   if (ctx.jwt === undefined) console.log('      no account could log in: routes behind the bearer guard see bad tokens only');
   const before = memory();

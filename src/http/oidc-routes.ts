@@ -33,17 +33,20 @@ const tags = ['OpenID Connect'];
 
 /**
  * The library's endpoints as configured (its default paths under the mount; dynamic registration, device flow,
- * CIBA, introspection and pushed requests are off): path and methods (docs/oidc.md "Endpoints").
+ * CIBA, introspection and pushed requests are off): path and methods (docs/oidc.md "Endpoints"). The
+ * authorization and logout endpoints take GET only: the library serves their POST forms only with
+ * `enableHttpPostMethods`, which needs SameSite=None cookies, and answered any other POST with a bare
+ * text 404; routed GET-only, a POST is the service's own 404.
  */
 export const OIDC_ENDPOINTS: ReadonlyArray<readonly [string, readonly ('GET' | 'POST')[]]> = [
   ['/.well-known/openid-configuration', ['GET']],
-  ['/auth', ['GET', 'POST']],
+  ['/auth', ['GET']],
   ['/auth/:uid', ['GET']],
   ['/token', ['POST']],
   ['/jwks', ['GET']],
   ['/me', ['GET', 'POST']],
   ['/token/revocation', ['POST']],
-  ['/session/end', ['GET', 'POST']],
+  ['/session/end', ['GET']],
   ['/session/end/confirm', ['POST']],
   ['/session/end/success', ['GET']],
 ];

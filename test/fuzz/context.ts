@@ -40,6 +40,27 @@ export interface FuzzContext {
   callbackHosts: string[];
   /** Keeps the context's tab connected; closed by `release`. */
   socket: WebSocket | undefined;
+  /** A live OpenID Connect login (docs/oidc.md), when the run was given a registered client. */
+  oidc: OidcContext | undefined;
+}
+
+/** A registered OpenID Connect client (`tabwire oidc client add`), confidential with client_secret_basic. */
+export interface OidcClientInfo {
+  clientId: string;
+  clientSecret: string;
+  redirectUris: string[];
+  postLogoutRedirectUris: string[];
+}
+
+/**
+ * An authorization request's interaction as a browser holds it after loading the login page: its uid,
+ * the cookies (the library's interaction cookies and the service's session) and a tab of that session.
+ */
+export interface OidcContext extends OidcClientInfo {
+  uid: string;
+  cookie: string;
+  tabId: string;
+  socket: WebSocket;
 }
 
 export interface PrepareOptions {
@@ -52,6 +73,8 @@ export interface PrepareOptions {
   /** An existing account to log in with instead of creating one. */
   userName?: string;
   password?: string;
+  /** A registered client: the context then holds a live login of it (`oidc`). */
+  oidcClient?: OidcClientInfo;
 }
 
 const json = async (response: Response): Promise<any> => response.json().catch(() => undefined);
@@ -150,7 +173,47 @@ export async function prepareContext(o: PrepareOptions): Promise<FuzzContext> {
     serviceJwk: (jwks?.keys?.[0] as Record<string, unknown> | undefined) ?? undefined,
     callbackHosts,
     socket: tab.socket,
+    oidc: o.oidcClient === undefined ? undefined : await oidcInteraction(o.baseUrl, wsUrl, o.oidcClient),
   };
+}
+
+/** The interaction uid from the login page's location (`/oidc/interaction/<uid>`). */
+const interactionUid = (location: string): string | undefined => /\/oidc\/interaction\/([A-Za-z0-9_-]+)$/.exec(new URL(location, 'http://x').pathname)?.[1];
+
+/**
+ * Starts a login of `client` as a browser does (docs/oidc.md "The login page"): the authorization request
+ * (PKCE, the first redirect URI) redirects to the login page, which hands out the session cookie; then a
+ * tab of that session is opened, so the page's QR request and completion reach their handlers.
+ */
+export async function oidcInteraction(baseUrl: string, wsUrl: string, client: OidcClientInfo): Promise<OidcContext> {
+  const cookies = new Map<string, string>();
+  const take = (response: Response) => {
+    for (const line of response.headers.getSetCookie()) {
+      const [pair] = line.split(';');
+      const at = pair!.indexOf('=');
+      cookies.set(pair!.slice(0, at).trim(), pair!.slice(at + 1).trim());
+    }
+  };
+  const header = () => [...cookies].map(([name, value]) => `${name}=${value}`).join('; ');
+  const query = new URLSearchParams({
+    client_id: client.clientId,
+    response_type: 'code',
+    scope: 'openid profile',
+    redirect_uri: client.redirectUris[0]!,
+    state: randomBytes(8).toString('base64url'),
+    nonce: randomBytes(8).toString('base64url'),
+    code_challenge: randomBytes(32).toString('base64url'),
+    code_challenge_method: 'S256',
+  });
+  const started = await fetch(`${baseUrl}/oidc/auth?${query}`, { redirect: 'manual' });
+  take(started);
+  const uid = interactionUid(started.headers.get('location') ?? '');
+  if (started.status !== 303 || uid === undefined) throw new Error(`authorization request answered ${started.status} ${started.headers.get('location')}`);
+  const page = await fetch(`${baseUrl}/oidc/interaction/${uid}`, { headers: { cookie: header() } });
+  take(page);
+  if (page.status !== 200) throw new Error(`login page answered ${page.status}`);
+  const tab = await openTab(wsUrl, `tabwire_sid=${cookies.get('tabwire_sid') ?? ''}`);
+  return { ...client, uid, cookie: header(), tabId: tab.tabId, socket: tab.socket };
 }
 
 /** A fresh tab and login code for a context whose tab was taken over or whose code was used (long runs). */
@@ -158,9 +221,15 @@ export async function refreshContext(ctx: FuzzContext): Promise<void> {
   ctx.socket?.terminate();
   const tab = await openTab(ctx.wsUrl);
   Object.assign(ctx, { socket: tab.socket, cookie: tab.cookie, tabId: tab.tabId, code: await requestCode(ctx.baseUrl, tab.tabId, tab.cookie) });
+  // The login may have been resumed (which ends its interaction) or have expired.
+  if (ctx.oidc) {
+    ctx.oidc.socket.terminate();
+    ctx.oidc = await oidcInteraction(ctx.baseUrl, ctx.wsUrl, ctx.oidc);
+  }
 }
 
 export function releaseContext(ctx: FuzzContext): void {
   ctx.socket?.terminate();
+  ctx.oidc?.socket.terminate();
   ctx.socket = undefined;
 }

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, expect } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import { post, registered } from '../helpers/http.js';
+import { addClient, approve, authorize, complete, CookieJar, exchange as tokenRequest, followToRp, interactionUid, loginPageCode, pkce } from '../helpers/oidc-flow.js';
 import { makeIdentity, startService, testResolver, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
 import { prepareContext, releaseContext, type FuzzContext } from './context.js';
@@ -35,15 +36,19 @@ export async function startFuzzService(): Promise<FuzzService> {
   // A 1 s long-poll hold keeps held polls from dominating the run time.
   const service = await startService({ openRegistration: true, longPollHoldSeconds: 1 }, { resolve: testResolver({ [CALLBACK_HOST]: ['93.184.216.34'] }) });
   const { config } = service.app.tabwire;
+  // A registered relying party, so the context holds a live OpenID Connect login (docs/oidc.md).
+  const client = await addClient(service.store, { redirectUris: ['https://rp.fuzz.test/callback'], postLogoutRedirectUris: ['https://rp.fuzz.test/logged-out'] });
   const ctx = await prepareContext({
     baseUrl: service.baseUrl,
     componentDomain: config.xmppComponentDomain,
     allowedOrigins: [...config.allowedOrigins],
     callbackHosts: [CALLBACK_HOST],
+    oidcClient: { clientId: client.clientId, clientSecret: client.clientSecret!, redirectUris: client.redirectUris, postLogoutRedirectUris: client.postLogoutRedirectUris },
   });
   expect(ctx.jwt, 'the fuzz account logs in').toBeDefined();
   expect(ctx.identityId, 'the fuzz account has an identity').toBeDefined();
   expect(ctx.serviceId, 'the backend registration succeeds').toBeDefined();
+  expect(ctx.oidc?.uid, 'the OpenID Connect login reaches its login page').toBeDefined();
   return { service, ctx, target: { host: ctx.host, port: ctx.port } };
 }
 
@@ -94,6 +99,31 @@ export async function expectNormalLogin(service: TestService): Promise<void> {
     expect(answer.state).toBe('approved');
     const event = await tab.next('SignatureReceived');
     expect(event.data).toMatchObject({ Id: person.identity.id, Properties: { FIRST: 'After', LAST: 'Fuzzing' }, Purpose: 'After fuzzing' });
+  } finally {
+    tab.close();
+  }
+}
+
+/** A relying party's login (docs/oidc.md): authorization, the login page's QR code, the approval, the code, the tokens. */
+export async function expectNormalOidcLogin(service: TestService): Promise<void> {
+  const person = await makeIdentity(service, { FIRST: 'Oidc', LAST: 'AfterFuzzing' });
+  const client = await addClient(service.store, { redirectUris: ['https://rp.after.test/cb'] });
+  const jar = new CookieJar();
+  const { verifier, challenge } = pkce();
+  const started = await authorize(service.baseUrl, jar, { client, challenge, scope: 'openid profile' });
+  expect(started.status).toBe(303);
+  const uid = interactionUid(started.headers.get('location')!);
+  const { tab, signUrl, status } = await loginPageCode(service.baseUrl, service.wsUrl, jar, uid, service.publicBaseUrl);
+  try {
+    expect(status).toBe(200);
+    expect((await approve(signUrl, person.identity.id, privateKeyFromPem(person.privateKeyPem))).answer.state).toBe('approved');
+    await tab.next('SignatureReceived');
+    const done = await complete(service.baseUrl, jar, uid, tab.tabId, service.publicBaseUrl);
+    expect(done.status).toBe(200);
+    const back = await followToRp(service.baseUrl, jar, done.body.redirectTo!);
+    const tokens = await tokenRequest(service.baseUrl, client, { code: back.searchParams.get('code')!, redirect_uri: 'https://rp.after.test/cb', code_verifier: verifier });
+    expect(tokens.status).toBe(200);
+    expect(tokens.body.id_token).toEqual(expect.any(String));
   } finally {
     tab.close();
   }

@@ -116,6 +116,9 @@ export function httpCaseFor(ctx: FuzzContext, name: string, part: DamagedPart = 
 /** Whether a route has a body to damage (POST routes). */
 export const hasBody = (name: string): boolean => HTTP_ROUTES.some((r) => r.name === name && r.body !== undefined);
 
+/** Whether the route is an endpoint of the OpenID Provider library, whose errors are OAuth's (oauth-oracle.ts). */
+export const isOAuth = (name: string): boolean => HTTP_ROUTES.some((r) => r.name === name && r.oauthRedirects !== undefined);
+
 /** Whether a valid request of the route costs the service a password hash. */
 export const isExpensive = (name: string): boolean => HTTP_ROUTES.some((r) => r.name === name && r.expensive === true);
 

@@ -22,8 +22,15 @@ export interface RouteSpec {
   fields?: (ctx: FuzzContext) => Record<string, fc.Arbitrary<unknown>>;
   /** Behind the bearer guard: a valid token most of the time, so the handler is reached. */
   auth?: boolean;
-  /** Sends the context's session cookie most of the time. */
-  cookie?: boolean;
+  /** Sends the context's session cookie (or the one `cookie` names) most of the time. */
+  cookie?: boolean | ((ctx: FuzzContext) => string);
+  /** The body is a form (application/x-www-form-urlencoded); an array value is a repeated parameter. */
+  form?: boolean;
+  /**
+   * An endpoint of the OpenID Provider library: its errors are OAuth 2.0 / OpenID Connect ones, not
+   * problem+json (oracle.ts judgeOAuthAnswer), and it may redirect only to these URIs or within /oidc.
+   */
+  oauthRedirects?: (ctx: FuzzContext) => readonly string[];
   /** Valid query string to fuzz (GET routes with a querystring schema). */
   query?: (ctx: FuzzContext) => fc.Arbitrary<string>;
   /** Extra headers of the route (X-TabID, Accept, …): valid ones, or `damaged` ones. */
@@ -43,6 +50,8 @@ export interface HttpCase {
   unauthenticated?: boolean;
   /** The answer lists stored messages (PopMessages): each must be well-formed XML. */
   storedMessages?: boolean;
+  /** An OpenID Provider endpoint: judged by OAuth's error rules, redirecting only to these URIs or within /oidc. */
+  oauth?: { redirectUris: readonly string[] };
 }
 
 type Header = [string, string];
@@ -104,20 +113,22 @@ const oddHeader: fc.Arbitrary<Header[]> = fc.oneof(
   fc.integer({ min: 50, max: 300 }).map((n) => Array.from({ length: n }, (_, i): Header => [`X-Many-${i}`, String(i)])),
 );
 
-/** Cookie headers: the context's session, none, or damaged ones. */
-function cookieHeader(ctx: FuzzContext, usually: boolean): fc.Arbitrary<Header[]> {
-  const sid = ctx.cookie.split('=')[1] ?? '';
+/** Cookie headers: `cookie` (the context's session, or a login's cookies), none, or damaged ones. */
+function cookieHeader(ctx: FuzzContext, cookie: string, usually: boolean): fc.Arbitrary<Header[]> {
+  const sid = /tabwire_sid=([^;]*)/.exec(cookie)?.[1] ?? '';
   return fc.oneof(
-    { weight: usually ? 8 : 1, arbitrary: fc.constant<Header[]>([['Cookie', ctx.cookie]]) },
+    { weight: usually ? 8 : 1, arbitrary: fc.constant<Header[]>([['Cookie', cookie]]) },
     { weight: usually ? 1 : 6, arbitrary: fc.constant<Header[]>([]) },
     {
       weight: 2,
       arbitrary: fc
         .oneof(
           fc.constantFrom(
-            `tabwire_sid=${'A'.repeat(43)}`, 'tabwire_sid=', 'tabwire_sid', `tabwire_sid=x; ${ctx.cookie}`, `${ctx.cookie}; tabwire_sid=x`,
+            `tabwire_sid=${'A'.repeat(43)}`, 'tabwire_sid=', 'tabwire_sid', `tabwire_sid=x; ${cookie}`, `${cookie}; tabwire_sid=x`,
             `tabwire_sid="${sid}"`, `tabwire_sid=%zz`, `tabwire_sid=%E0%A4%A`, `tabwire_sid=${sid}%00`, '=;;;=', ';', `a=${'b'.repeat(10_000)}`,
-            Array.from({ length: 300 }, (_, i) => `c${i}=${i}`).join('; '), `__proto__=1; constructor=2; ${ctx.cookie}`,
+            Array.from({ length: 300 }, (_, i) => `c${i}=${i}`).join('; '), `__proto__=1; constructor=2; ${cookie}`,
+            // The library's interaction cookies: another uid's, empty, a forged signature.
+            `_interaction=${'A'.repeat(21)}; _interaction.sig=x`, '_interaction=; _session=', `${cookie.replace(/_interaction=[^;]*/, '_interaction=x')}`,
           ),
           oddString.map((s) => `tabwire_sid=${s}`),
           oddString,
@@ -142,8 +153,7 @@ function originHeader(ctx: FuzzContext): fc.Arbitrary<Header[]> {
   );
 }
 
-function contentType(textBody: boolean): fc.Arbitrary<Header[]> {
-  const usual = textBody ? 'text/plain;charset=UTF-8' : 'application/json';
+function contentType(usual: string): fc.Arbitrary<Header[]> {
   return fc.oneof(
     { weight: 8, arbitrary: fc.constant<Header[]>([['Content-Type', usual]]) },
     { weight: 1, arbitrary: fc.constant<Header[]>([]) },
@@ -167,8 +177,21 @@ function bodyEdits(template: Record<string, unknown>, fields: Record<string, fc.
   return fc.oneof({ weight: 1, arbitrary: fc.constant<BodyEdit[]>([]) }, { weight: 4, arbitrary: fc.array(edit, { minLength: 1, maxLength: 3 }) });
 }
 
-/** The body after `edits`: JSON text of the edited object, or the raw text/bytes an edit put instead. */
-function applyEdits(template: Record<string, unknown>, edits: BodyEdit[]): string | Buffer {
+/**
+ * A form body (RFC 6749 appendix B): an array value is a repeated parameter (RFC 6749 §3.1 forbids
+ * them), any other non-string its JSON text.
+ */
+export function formEncode(value: unknown): string {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  const form = new URLSearchParams();
+  for (const [key, v] of Object.entries(value as Record<string, unknown>)) {
+    for (const one of Array.isArray(v) ? v : [v]) form.append(key, typeof one === 'string' ? one : (JSON.stringify(one) ?? ''));
+  }
+  return form.toString();
+}
+
+/** The body after `edits`: JSON text (or a form) of the edited object, or the raw text/bytes an edit put instead. */
+function applyEdits(template: Record<string, unknown>, edits: BodyEdit[], encode: (value: unknown) => string = (v) => JSON.stringify(v) ?? 'null'): string | Buffer {
   let value: unknown = { ...template };
   let raw: string | Buffer | undefined;
   for (const e of edits) {
@@ -183,7 +206,7 @@ function applyEdits(template: Record<string, unknown>, edits: BodyEdit[]): strin
       value = object;
     }
   }
-  return raw ?? JSON.stringify(value) ?? 'null';
+  return raw ?? encode(value);
 }
 
 function textBody(valid: string): fc.Arbitrary<string | Buffer> {
@@ -233,22 +256,24 @@ function damagedRequest(ctx: FuzzContext, route: RouteSpec, focus: Focus): fc.Ar
   const damaged = (part: Focus) => focus === part || focus === 'all';
   const template = route.body?.(ctx);
   const isText = typeof template === 'string';
-  const validBody: string | undefined = template === undefined ? undefined : isText ? template : JSON.stringify(template);
+  const validBody: string | undefined = template === undefined ? undefined : isText ? template : route.form ? formEncode(template) : JSON.stringify(template);
   const body: fc.Arbitrary<string | Buffer | undefined> = !damaged('body')
     ? fc.constant(validBody)
     : template === undefined
       ? fc.oneof(badJsonText, oddString)
       : isText
         ? textBody(template)
-        : bodyEdits(template, route.fields?.(ctx) ?? {}).map((edits) => applyEdits(template, edits));
+        : bodyEdits(template, route.fields?.(ctx) ?? {}).map((edits) => applyEdits(template, edits, route.form ? formEncode : undefined));
   const validAuth: Header[] = route.auth && ctx.jwt ? [['Authorization', `Bearer ${ctx.jwt}`]] : [];
-  const validContentType: Header[] = template === undefined ? [] : [['Content-Type', isText ? 'text/plain;charset=UTF-8' : 'application/json']];
-  const validCookie: Header[] = route.cookie ? [['Cookie', ctx.cookie]] : [];
+  const usualType = isText ? 'text/plain;charset=UTF-8' : route.form ? 'application/x-www-form-urlencoded' : 'application/json';
+  const validContentType: Header[] = template === undefined ? [] : [['Content-Type', usualType]];
+  const cookie = typeof route.cookie === 'function' ? route.cookie(ctx) : ctx.cookie;
+  const validCookie: Header[] = route.cookie ? [['Cookie', cookie]] : [];
   const headers = damaged('headers')
     ? fc
         .record({
-          contentType: template === undefined ? fc.oneof({ weight: 4, arbitrary: fc.constant<Header[]>([]) }, { weight: 1, arbitrary: contentType(false) }) : contentType(isText),
-          cookie: cookieHeader(ctx, route.cookie === true),
+          contentType: template === undefined ? fc.oneof({ weight: 4, arbitrary: fc.constant<Header[]>([]) }, { weight: 1, arbitrary: contentType('application/json') }) : contentType(usualType),
+          cookie: cookieHeader(ctx, cookie, route.cookie !== undefined && route.cookie !== false),
           origin: originHeader(ctx),
           auth: route.auth ? authorizationHeader(ctx.jwt, ctx.attackerKey, ctx.serviceJwk) : fc.oneof({ weight: 4, arbitrary: fc.constant<Header[]>([]) }, { weight: 1, arbitrary: authorizationHeader(ctx.jwt, ctx.attackerKey, ctx.serviceJwk) }),
           extra: route.headers?.(ctx, true) ?? fc.constant<Header[]>([]),
@@ -272,6 +297,7 @@ function damagedRequest(ctx: FuzzContext, route: RouteSpec, focus: Focus): fc.Ar
       // Only where the request still names the guarded route (a damaged target or method names another one).
       ...(route.auth && !damaged('target') && !damaged('method') && !carriesValidToken(headers, ctx.jwt) ? { unauthenticated: true } : {}),
       ...(route.storedMessages ? { storedMessages: true } : {}),
+      ...(route.oauthRedirects ? { oauth: { redirectUris: route.oauthRedirects(ctx) } } : {}),
       request: { method, target: path + query, headers, ...(version === undefined ? {} : { version }), ...(body === undefined ? {} : { body }) },
     }));
 }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { expectHealthy, expectNoFindings, expectNormalLogin, fuzzRuns, useFuzzService } from './fuzz-service.js';
-import { BENIGN_ROUTE, hasBody, HTTP_ROUTE_NAMES, httpCaseFor, isExpensive, type DamagedPart } from './generators.js';
+import { expectHealthy, expectNoFindings, expectNormalLogin, expectNormalOidcLogin, fuzzRuns, useFuzzService } from './fuzz-service.js';
+import { BENIGN_ROUTE, hasBody, HTTP_ROUTE_NAMES, httpCaseFor, isExpensive, isOAuth, type DamagedPart } from './generators.js';
 import { judgeStoredMessages } from './oracle.js';
 import { exchange } from './wire.js';
 
@@ -25,10 +25,14 @@ describe('HTTP fuzz: generated bad input at every route', () => {
       it('public GET routes with odd but well-formed optional headers (Upgrade: h2c, Expect, …) answer 2xx or 3xx', () => property(name, 'request'), 60_000);
       continue;
     }
+    // The OpenID Provider's endpoints answer errors as OAuth 2.0 / OpenID Connect specify (oauth-oracle.ts).
+    const rule = isOAuth(name)
+      ? 'no 5xx, every error an OAuth error (JSON `error`, HTML page or problem+json), no redirect but to a registered URI'
+      : 'no 5xx, every 4xx is problem+json from the catalogue';
     if (hasBody(name)) {
-      it(`${name}, damaged body: no 5xx, every 4xx is problem+json from the catalogue`, () => property(name, 'body'), 60_000);
+      it(`${name}, damaged body: ${rule}`, () => property(name, 'body'), 60_000);
     }
-    it(`${name}, damaged headers, target or method: no 5xx, every 4xx is problem+json from the catalogue`, () => property(name, 'request'), 60_000);
+    it(`${name}, damaged headers, target or method: ${rule}`, () => property(name, 'request'), 60_000);
   }
 
   it('every message the fuzzing stored for its account is well-formed XML (PopMessages)', async () => {
@@ -51,5 +55,6 @@ describe('HTTP fuzz: generated bad input at every route', () => {
   it('after the fuzzing the service is up and a normal login still works', async () => {
     await expectHealthy(fuzz.target);
     await expectNormalLogin(fuzz.service);
+    await expectNormalOidcLogin(fuzz.service);
   });
 });

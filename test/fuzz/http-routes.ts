@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { attachments, b64, callbackUrl, jid, properties, xmlPayloads } from './field-values.js';
 import { codeSegment, type RouteSpec } from './http-cases.js';
+import { OIDC_ROUTES } from './oidc-routes.js';
 import { oddChar, oddJsonValue, oddString, pathSegment, percentEncode, withOddChar } from './strings.js';
 
 /**
@@ -282,6 +283,9 @@ export const HTTP_ROUTES: readonly RouteSpec[] = [
     body: (ctx) => ({ to: `nobody@${ctx.componentDomain}`, xml: '<x xmlns="urn:fuzz">hi</x>' }),
     fields: (ctx) => ({ to: jid(ctx), xml: xmlPayloads }),
   },
+
+  // The OpenID Provider and its login page (oidc-routes.ts).
+  ...OIDC_ROUTES,
 ];
 
 /** Paths a preflight or a WebSocket handshake may aim at: every route's, and some that are none. */
@@ -291,4 +295,6 @@ export const ROUTE_PATHS = [
   '/Agent/Account/Login', '/Agent/Account/Refresh', '/Agent/Account/Info', '/Agent/Legal/ApplyId', '/Agent/Legal/GetIdentity?id=x',
   '/Agent/Legal/ListIdentities', '/Agent/Xmpp/RegisterEventHandler', '/Agent/Xmpp/PopMessages', '/Agent/Xmpp/SendTextMessage',
   '/Agent/Xmpp/SendXmlMessage', '/nowhere', '/QuickLogin/Sign/%zz',
+  '/oidc/.well-known/openid-configuration', '/oidc/auth', '/oidc/token', '/oidc/jwks', '/oidc/me', '/oidc/token/revocation', '/oidc/session/end',
+  '/oidc/interaction/AAAA', '/oidc/interaction/AAAA/QuickLogin', '/oidc-login.js',
 ] as const;

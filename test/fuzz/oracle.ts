@@ -17,7 +17,9 @@ export type FindingKind =
   | 'websocket_internal_error'
   | 'valid_request_refused'
   | 'guard_bypassed'
-  | 'invalid_xml_stored';
+  | 'invalid_xml_stored'
+  | 'not_oauth_error'
+  | 'redirect_unregistered';
 
 export interface Finding {
   kind: FindingKind;
@@ -36,7 +38,7 @@ export const DEPLOYMENT_5XX: Readonly<Record<string, number>> = {
 };
 
 /** What kind of body a non-problem answer has, without its variable parts: its `code` or `message`, or its first words. */
-function shape(text: string): string {
+export function shape(text: string): string {
   try {
     const body = JSON.parse(text) as { code?: unknown; message?: unknown };
     if (typeof body.code === 'string') return body.code;

@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import type { FuzzContext } from './context.js';
 import type { HttpCase } from './http-cases.js';
+import { judgeOAuthAnswer } from './oauth-oracle.js';
 import { judgeAnswer, judgeClose, judgeStoredMessages, judgeUnauthenticated, judgeValidAnswer, type Finding } from './oracle.js';
 import { validHandshake, type WsCase, type WsFrame } from './websocket-cases.js';
 import { exchange, type Target, type WireOutcome, type WireRequest } from './wire.js';
@@ -28,14 +29,14 @@ export function describeRequest(request: WireRequest): string {
   return `${request.method} ${clip(JSON.stringify(request.target).slice(1, -1), 200)} ${clip(JSON.stringify(headers), 600)}${body}`;
 }
 
-function fromOutcome(route: string, request: WireRequest, description: string, outcome: WireOutcome, c?: Pick<HttpCase, 'valid' | 'unauthenticated' | 'storedMessages'>): Observation {
+function fromOutcome(route: string, request: WireRequest, description: string, outcome: WireOutcome, c?: Pick<HttpCase, 'valid' | 'unauthenticated' | 'storedMessages' | 'oauth'>, baseUrl = ''): Observation {
   const valid = c?.valid;
   if (outcome.kind === 'no_answer') {
     const finding: Finding | undefined = valid ? { kind: 'valid_request_refused', signature: `no answer (${outcome.reason})`, detail: outcome.detail } : undefined;
     return { route, outcome: `none ${outcome.reason}`, request: description, ...(finding ? { finding } : {}) };
   }
   const finding =
-    judgeAnswer(outcome.answer, request.method) ??
+    (c?.oauth ? judgeOAuthAnswer(outcome.answer, request.method, c.oauth.redirectUris, baseUrl) : judgeAnswer(outcome.answer, request.method)) ??
     (valid ? judgeValidAnswer(outcome.answer, valid.refusals, request.method) : undefined) ??
     (c?.unauthenticated ? judgeUnauthenticated(outcome.answer) : undefined) ??
     (c?.storedMessages ? judgeStoredMessages(outcome.answer) : undefined);
@@ -51,7 +52,7 @@ export async function runCase(target: Target, ctx: FuzzContext, c: FuzzCase, o: 
   const timeoutMs = o.timeoutMs ?? 10_000;
   switch (c.kind) {
     case 'http':
-      return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }), c);
+      return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }), c, ctx.baseUrl);
     case 'ws-handshake':
       return fromOutcome(c.route, c.request, describeRequest(c.request), await exchange(target, c.request, { timeoutMs }));
     case 'ws-raw':

@@ -5,6 +5,7 @@ import { applicationMessage, type IdentityApplication } from '../../src/identity
 import { generateEd25519, privateKeyFromPem, signEd25519 } from '../../src/identity/keys.js';
 import type { Identity } from '../../src/store/stores.js';
 import { get, post, registered, type Answer } from '../helpers/http.js';
+import { addClient } from '../helpers/oidc-flow.js';
 import { startService, type TestService } from '../helpers/service.js';
 import { TestTab } from '../helpers/tab.js';
 
@@ -266,3 +267,32 @@ function identity(id: string, accountId: string, created: number): Identity {
     accountId,
   };
 }
+
+describe('OpenID Provider token endpoint limit (docs/oidc.md "Errors and limits")', () => {
+  let service: TestService;
+  afterAll(async () => service.close());
+
+  it('refuses token requests past the per-address limit with 429 problem+json + Retry-After, counted by the metric', async () => {
+    service = await startService({ oidcTokenRequestsPerAddressPerMinute: 3 });
+    const client = await addClient(service.store);
+    // Codes the provider never issued: each request reaches the library and is refused there as RFC 6749 §5.2 says.
+    const token = () =>
+      fetch(`${service.baseUrl}/oidc/token`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          authorization: `Basic ${Buffer.from(`${client.clientId}:${client.clientSecret!}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ grant_type: 'authorization_code', code: randomUUID(), redirect_uri: client.redirectUris[0]! }),
+      });
+    for (let i = 0; i < 3; i++) {
+      const refused = await token();
+      expect([refused.status, ((await refused.json()) as { error?: string }).error]).toEqual([400, 'invalid_grant']);
+    }
+    const limited = await token();
+    expectLimited({ status: limited.status, contentType: limited.headers.get('content-type') ?? '', headers: limited.headers, body: await limited.json() }, 'oidc_token_address');
+    // The library's other endpoints are not counted: discovery still answers.
+    expect((await fetch(`${service.baseUrl}/oidc/.well-known/openid-configuration`)).status).toBe(200);
+    expect(await metric(service, 'tabwire_rate_limited_total{limit="oidc_token_address"}')).toBe(1);
+  });
+});
