@@ -70,7 +70,7 @@ export async function oidcRoutes(fastify: FastifyInstance, o: OidcRoutesOptions)
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser('*', (_request, _payload, done) => done(null, undefined));
     const pass = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-      if (request.method === 'POST' && request.url.startsWith(`${OIDC_MOUNT}/token`)) await o.limits.oidcToken(request);
+      if (request.method === 'POST' && request.routeOptions.url === `${OIDC_MOUNT}/token`) await o.limits.oidcToken(request);
       const raw = request.raw as IncomingMessage & { originalUrl?: string };
       // The library finds its mount path by comparing originalUrl with url (as Express and middie leave them).
       raw.originalUrl = raw.url;

@@ -113,12 +113,18 @@ export function buildOidcProvider(library: OidcLibrary, deps: OidcProviderDeps, 
       registration: { enabled: false },
       // Only the endpoints the service routes (http/oidc-routes.ts OIDC_ENDPOINTS) are on.
       pushedAuthorizationRequests: { enabled: false },
+      // Access tokens are for UserInfo only: no resource servers to name with `resource` (RFC 8707).
+      resourceIndicators: { enabled: false },
       revocation: { enabled: true },
       userinfo: { enabled: true },
       rpInitiatedLogout: { enabled: true, logoutSource: logoutPage, postLogoutSuccessSource: loggedOutPage },
     },
     interactions: { url: (_ctx: KoaContextWithOIDC, interaction: { uid: string }) => `${OIDC_MOUNT}/interaction/${interaction.uid}` },
     renderError: (ctx: KoaContextWithOIDC, out: ErrorOut) => errorPage(ctx, out),
+    // Browsers may call UserInfo, and a public client (a page with PKCE) the token endpoint, only from the
+    // origins of the client's own redirect URIs; never from anywhere (the library's default, stated here).
+    clientBasedCORS: (ctx: KoaContextWithOIDC, origin: string, client: ClientLike & { clientAuthMethod?: string }) =>
+      origin !== 'null' && (ctx.oidc.route === 'userinfo' || client.clientAuthMethod === 'none') && (client.redirectUris ?? []).some((uri) => URL.canParse(uri) && new URL(uri).origin === origin),
   });
   provider.proxy = settings.trustProxy;
   provider.on('server_error', (_ctx, err) => deps.log.error({ err }, 'OpenID Provider error'));
