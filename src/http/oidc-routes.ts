@@ -52,6 +52,15 @@ export const OIDC_ENDPOINTS: ReadonlyArray<readonly [string, readonly ('GET' | '
 ];
 const validateQr = compileValidator(QrRequestBody);
 const UidParams = Type.Object({ uid: Type.String({ pattern: '^[A-Za-z0-9_-]{1,64}$' }) });
+/** A browser navigating (Accept names text/html), rather than a program asking. */
+const wantsHtml = (request: FastifyRequest): boolean => /\btext\/html\b/i.test(request.headers.accept ?? '');
+
+/** The login page's 404: the page itself for a browser, saying the login has ended; the problem for anything else. */
+const endedLogin = {
+  description: 'This login has ended or belongs to another browser: the page (which shows the reason its `/view` is refused with) for a browser, `not_found` for other clients',
+  content: { 'text/html': { schema: Type.String() }, ...(problems('not_found')[404] as { content: Record<string, unknown> }).content },
+};
+
 const LoginViewSchema = Type.Object(
   { clientName: Type.String(), site: Type.String(), purpose: Type.String(), scopes: Type.Array(Type.String()), claims: Type.Array(Type.String()), expires: Type.Integer() },
   { title: 'OidcLoginView' },
@@ -121,7 +130,7 @@ export async function oidcRoutes(fastify: FastifyInstance, o: OidcRoutesOptions)
         tags,
         summary: 'The login page of an OpenID Connect login: a QR code to approve in a signing app',
         params: UidParams,
-        response: { 200: media('text/html', 'The page'), ...problems(), 404: media('text/html', 'The page, saying that this login has ended (its `/view` answers `not_found` with the reason)') } },
+        response: { 200: media('text/html', 'The page'), ...problems(), 404: endedLogin } },
     },
     async (request, reply) => {
       try {
@@ -129,7 +138,8 @@ export async function oidcRoutes(fastify: FastifyInstance, o: OidcRoutesOptions)
       } catch (error) {
         // A person reloading an ended login, or coming back to it, reads in words that it has ended (the page
         // shows the reason its /view is refused with), not a JSON document; no session is handed out for it.
-        if (error instanceof TabwireError && error.code === 'not_found') return sendPage(reply.code(404), page);
+        // A program that does not ask for HTML gets the problem, as from every other route.
+        if (error instanceof TabwireError && error.code === 'not_found' && wantsHtml(request)) return sendPage(reply.code(404), page);
         throw error;
       }
       handOutSession(request, reply, o.cookies);
