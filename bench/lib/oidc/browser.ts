@@ -1,38 +1,14 @@
 /**
  * What a browser brings to a login, for bench/oidc-login.ts: a cookie jar for the service's host and a page's
  * event WebSocket (subprotocol `ls`, the page's Origin, Register, CheckServerInstance back) that can wait for
- * one event. The same steps as the suite's browserless OpenID Connect flow, kept here so the benchmark needs
- * nothing of test/.
+ * one event. The cookie jar is the suite's (test/helpers/oidc-flow.ts), as bench/fuzz.ts uses the suite's fuzz cases.
  */
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
+export { CookieJar } from '../../../test/helpers/oidc-flow.js';
 
 /** Longest wait for one frame: bounds a broken run only. */
 const FRAME_TIMEOUT_MS = 30_000;
-
-/** A browser's cookies for one host: every cookie is sent everywhere (the paths do not matter here). */
-export class CookieJar {
-  private readonly cookies = new Map<string, string>();
-
-  take(response: Response): void {
-    for (const line of response.headers.getSetCookie()) {
-      const pair = line.split(';', 1)[0]!;
-      const at = pair.indexOf('=');
-      const name = pair.slice(0, at).trim();
-      const value = pair.slice(at + 1).trim();
-      if (/expires=Thu, 01 Jan 1970/i.test(line) || value === '') this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-  }
-
-  header(): string {
-    return [...this.cookies].map(([name, value]) => `${name}=${value}`).join('; ');
-  }
-
-  get(name: string): string | undefined {
-    return this.cookies.get(name);
-  }
-}
 
 /** A registered page tab: its id, the session cookie it holds, and its events as they arrive. */
 export class PageTab {
