@@ -155,6 +155,9 @@ describe('OpenID Connect login by QR on one node', () => {
     const back = await followToRp(service.baseUrl, first.jar, again.headers.get('location')!);
     expect(`${back.origin}${back.pathname}`).toBe('https://shop.example/cb');
     expect(back.searchParams.get('code')).toBeTruthy();
+    // max_age=0: the last approval is too old, the QR page again.
+    const tooOld = await authorize(service.baseUrl, first.jar, { client, challenge: pkce().challenge, extra: { max_age: '0' } });
+    expect(interactionUid(tooOld.headers.get('location')!)).toBeTruthy();
     // prompt=login: the QR page again.
     const forced = await authorize(service.baseUrl, first.jar, { client, challenge: pkce().challenge, extra: { prompt: 'login' } });
     expect(forced.status).toBe(303);
@@ -194,6 +197,26 @@ describe('OpenID Connect login by QR on one node', () => {
     // Logged out: the next authorization needs the QR page again.
     const after = await authorize(service.baseUrl, jar, { client, challenge: pkce().challenge });
     expect(interactionUid(after.headers.get('location')!)).toBeTruthy();
+  });
+
+  it('pairwise subjects: stable for one site, different for another site, never the identity id', async () => {
+    const subOf = async (client: Awaited<ReturnType<typeof addClient>>) => {
+      const { verifier, challenge } = pkce();
+      const { back } = await loginToCode({ client, challenge, scope: 'openid' });
+      const redirectUri = client.redirectUris[0]!;
+      const tokens = await exchange(service.baseUrl, client, { code: back.searchParams.get('code')!, redirect_uri: redirectUri, code_verifier: verifier });
+      const { payload } = await jwtVerify(String(tokens.body.id_token), createRemoteJWKSet(new URL(`${service.baseUrl}/oidc/jwks`)));
+      return payload.sub;
+    };
+    const shop = await addClient(service.store, { subjectType: 'pairwise', redirectUris: ['https://shop.example/cb'] });
+    const shopAgain = await addClient(service.store, { subjectType: 'pairwise', redirectUris: ['https://shop.example/other-cb'] });
+    const bank = await addClient(service.store, { subjectType: 'pairwise', redirectUris: ['https://bank.example/cb'] });
+    const [a, b, c, d] = [await subOf(shop), await subOf(shop), await subOf(shopAgain), await subOf(bank)];
+    expect(a).toBe(b);
+    // The same host is one sector: its clients see one subject.
+    expect(c).toBe(a);
+    expect(d).not.toBe(a);
+    for (const sub of [a, d]) expect(sub).not.toBe(ada.identity.id);
   });
 
   it('discovery names the issuer, EdDSA and ES256, PKCE S256, and no dynamic registration', async () => {
