@@ -201,7 +201,10 @@ describe('the same in Chromium (the page\'s Events.js, the browser answering pin
     const { chromium, address } = await chromiumTab();
     chromium.signal('SIGSTOP');
     await sendToAgent('to a frozen Chromium');
-    await until(() => hub().state(address)?.awaitingConfirmation === 1, 'the message written to the page');
+    // This wait timed out once (Node.js 26, a fresh clone's CI run): say what the hub and the store held then.
+    await until(() => hub().state(address)?.awaitingConfirmation === 1, 'the message written to the page').catch(async (error: unknown) => {
+      throw new Error(`${String(error)}; hub state ${JSON.stringify(hub().state(address))}; PopMessages ${JSON.stringify(await pop())}`);
+    });
     expect(await pop()).toEqual([]);
     passDeadline();
     expect((await popExactly(1))[0]!.content).toContain('to a frozen Chromium');
