@@ -203,7 +203,8 @@ describe('the same in Chromium (the page\'s Events.js, the browser answering pin
     await sendToAgent('to a frozen Chromium');
     // This wait timed out once (Node.js 26, a fresh clone's CI run): say what the hub and the store held then.
     await until(() => hub().state(address)?.awaitingConfirmation === 1, 'the message written to the page').catch(async (error: unknown) => {
-      throw new Error(`${String(error)}; hub state ${JSON.stringify(hub().state(address))}; PopMessages ${JSON.stringify(await pop())}`);
+      const metrics = (await (await fetch(`${service.baseUrl}/metrics`)).text()).split('\n').filter((l) => /^tabwire_(events|xmpp)_/.test(l));
+      throw new Error(`${String(error)}; hub state ${JSON.stringify(hub().state(address))}; PopMessages ${JSON.stringify(await pop())}; ${metrics.join(' | ')}`);
     });
     expect(await pop()).toEqual([]);
     passDeadline();
