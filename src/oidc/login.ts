@@ -23,6 +23,12 @@ const CODE_MODEL = 'OidcLoginCode';
 /** No attachment passes this filter (attachment file names never hold a `/`, docs/agent-api.md): attachments are never disclosed. */
 const NO_ATTACHMENT = '/';
 
+/** The scopes the relying party asked for that the provider knows (the page shows them, the grant gets them). */
+const requestedScopes = (details: InteractionDetails): string[] =>
+  String(details.params.scope ?? 'openid')
+    .split(' ')
+    .filter((scope) => SUPPORTED_SCOPES.includes(scope));
+
 /** What the login page shows: who asks, for which site, and which claims it will get. */
 export interface LoginView {
   clientName: string;
@@ -61,9 +67,7 @@ export class OidcLogin {
     if (!redirect) throw new TabwireError('not_found', 'This login has no redirect URI');
     const site = new URL(redirect).origin;
     const clientName = typeof client.clientName === 'string' && client.clientName !== '' ? client.clientName : new URL(redirect).host;
-    const scopes = String(details.params.scope ?? 'openid')
-      .split(' ')
-      .filter((scope) => SUPPORTED_SCOPES.includes(scope));
+    const scopes = requestedScopes(details);
     const claims = [...new Set(scopes.flatMap((scope) => SCOPE_CLAIMS[scope] ?? []))];
     return { clientName, site, purpose: `Log in to ${clientName}`, scopes, claims, expires: details.exp };
   }
@@ -123,7 +127,7 @@ export class OidcLogin {
     const provider = this.deps.provider();
     const clientId = String(details.params.client_id);
     const grant = new provider.Grant({ accountId, clientId });
-    const scopes = String(details.params.scope ?? 'openid').split(' ').filter((scope) => SUPPORTED_SCOPES.includes(scope));
+    const scopes = requestedScopes(details);
     grant.addOIDCScope(scopes.join(' '));
     const missingClaims = (details.prompt.details as { missingOIDCClaims?: unknown }).missingOIDCClaims;
     if (Array.isArray(missingClaims)) grant.addOIDCClaims(missingClaims.filter((c): c is string => typeof c === 'string'));
