@@ -77,18 +77,24 @@ end
 `;
 
 /**
- * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channel announcement key.
- * The script that appends the event announces it on `channel` as `<id>:<announcement>` (redis-broker.ts
- * reads it back): one round trip instead of two on every event's path (docs/redis.md "Event streams"). The
- * id is printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
- * exponent form. An XMPP event that finds no connected node: the script neither appends nor announces it.
+ * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key.
+ * The script that appends the event announces it as `<id>:<announcement>` (redis-broker.ts reads it back) on
+ * the channel of each node that holds the tab (`channelPrefix` + node, one PUBLISH per entry of `p`), in the
+ * same step as the append: one round trip instead of two on every event's path, and no other node hears it
+ * (docs/redis.md "Event streams"). A node is in `p` before it reads the stream (`twHold`), so an event is
+ * either in what it reads or announced to it. Entries of nodes that died are announced to until `holders`
+ * prunes them: a PUBLISH nobody listens to costs Redis next to nothing, and a node whose heartbeat is late but
+ * that lives on keeps hearing its tabs. The id is printed with '%.0f' (exact below 2^53; ids are about
+ * 1.8e15) because Lua prints large numbers in exponent form. An XMPP event that finds no connected node: the
+ * script neither appends nor announces it.
  * A `key` already in `k` for this epoch answers that entry (reply[1] = 2) and appends nothing: a publish
  * whose answer timed out may have run, and its retry must not run again (docs/redis.md "Outages").
  */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
 local function announce(epoch, off)
-  redis.call('PUBLISH', ARGV[8], string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9])
+  local payload = string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9]
+  for _, node in ipairs(redis.call('HKEYS', KEYS[3])) do redis.call('PUBLISH', ARGV[8] .. node, payload) end
 end
 if ARGV[10] ~= '' then
   local earlier = redis.call('HGET', KEYS[5], ARGV[10])
