@@ -200,7 +200,7 @@ export class RedisBroker implements Broker {
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
-    const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now));
+    const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now, false));
     return { created: Number(reply[0]) === 1, epoch: Number(reply[1]) };
   }
 
@@ -221,7 +221,7 @@ export class RedisBroker implements Broker {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
       const slice = tabs.slice(i, i + REFRESH_SLICE);
       const pipeline = redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
-      for (const { to, connectedUntil } of slice) void pipeline.twHold(...this.holdArgs(to, node, connectedUntil, now));
+      for (const { to, connectedUntil } of slice) void pipeline.twHold(...this.holdArgs(to, node, connectedUntil, now, true));
       const results = (await pipeline.exec()) ?? [];
       results.forEach(([err, reply], n) => {
         if (err) throw err;
@@ -264,10 +264,10 @@ export class RedisBroker implements Broker {
     this.listeners.tell(announcement);
   }
 
-  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number): [string, string, string, string, ...(string | number)[]] {
+  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): [string, string, string, string, ...(string | number)[]] {
     const [m, ev, p] = this.keys(to);
     const until = Math.floor(Math.min(connectedUntil, Number.MAX_SAFE_INTEGER));
-    return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0)];
+    return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0];
   }
 
   private keys(to: TabAddress): [string, string, string, string] {

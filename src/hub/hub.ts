@@ -74,8 +74,13 @@ export class Hub implements Delivery {
       awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
     });
     this.unsubscribe = deps.broker.subscribe((announcement) => this.onAnnouncement(announcement));
-    // Announcements missed while the broker's subscription was away are not lost: open connections read their streams again.
-    this.stopResume = deps.broker.onResume(() => this.catchUpOpen());
+    // Announcements missed while the broker's subscription was away are not lost: open connections read their
+    // streams again. A broker that was away may have lost its state, and with it whom to announce to: the
+    // heartbeat goes now rather than at its time, so a lost presence is held again (and read) at once.
+    this.stopResume = deps.broker.onResume(() => {
+      this.catchUpOpen();
+      this.refresh().catch((err: unknown) => deps.log.warn({ err }, 'presence heartbeat after a resubscription failed'));
+    });
     this.retry = new PublishRetry(
       {
         publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),

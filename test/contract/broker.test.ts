@@ -364,7 +364,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
       expect(Object.keys(onOther[2]!.frame).sort()).toEqual(['data', 'id', 'type']);
     });
 
-    it('a node that does not hold the tab hears none of its events; once it holds it, it hears them; after its drop, none again', async () => {
+    it('a node without the tab connected hears none of its events; once it holds it connected, it hears them; not after its connection left, nor after its drop', async () => {
       const other = await make('node-2');
       const onOther = await listen(other, 'node-2');
       const onOne = await listen(broker, 'node-1', A);
@@ -376,12 +376,27 @@ describe.each(backends)('broker contract: $name', (backend) => {
       const second = await broker.publish(A, ev(2), T0);
       await settled(broker, onOne, onOther);
       expect(onOther.at(-1)?.frame.id).toBe(second.frame!.id);
-      await other.drop(A, 'node-2', T0);
       const heardBefore = onOther.length;
+      await other.hold(A, 'node-2', T0, T0); // its connection left (connected until now: no longer)
       await broker.publish(A, ev(3), T0);
       await settled(broker, onOne, onOther);
-      expect(onOne.map((a) => a.frame.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }]);
+      // The periodic re-hold never says it is connected again, nor takes a connected time back.
+      await other.refresh([{ to: A, connectedUntil: 0 }], 'node-2', T0);
+      await other.drop(A, 'node-2', T0);
+      await broker.publish(A, ev(4), T0);
+      await settled(broker, onOne, onOther);
+      expect(onOne.map((a) => a.frame.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
       if (other !== broker) expect(onOther).toHaveLength(heardBefore);
+    });
+
+    it('the periodic re-hold (refresh) never takes back a connected time; hold does', async () => {
+      await broker.hold(A, 'node-1', T0 + 1e9, T0);
+      await broker.refresh([{ to: A, connectedUntil: 0 }], 'node-1', T0);
+      expect(await broker.presence(A, T0)).toEqual({ held: true, connected: true });
+      await broker.hold(A, 'node-1', 0, T0);
+      expect(await broker.presence(A, T0)).toEqual({ held: true, connected: false });
+      await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0);
+      expect(await broker.presence(A, T0)).toEqual({ held: true, connected: true });
     });
 
     it('a duplicate publish (same key) is announced again with the first one\'s id; nothing is appended', async () => {
@@ -461,7 +476,8 @@ describe('redis broker announcements on the wire', () => {
     subscriber.on('pmessage', (_pattern: string, channel: string, payload: string) => heard.push({ channel, payload }));
     const now = Date.now();
     await broker.hold(A, 'node-1', Number.MAX_SAFE_INTEGER, now);
-    await broker.hold(A, 'node-2', 0, now); // held without a connection (its page left): still told
+    await broker.hold(A, 'node-2', now + 5_000, now); // a long-poll within its gap: told
+    await broker.hold(A, 'node-4', 0, now); // held without a connection (its page left): not told
     await broker.hold(B, 'node-3', Number.MAX_SAFE_INTEGER, now); // another tab's node: not told
     const { frame } = await broker.publish(A, ev(1), now);
     const marker = await broker.publish(B, ev(2), now);
@@ -471,6 +487,7 @@ describe('redis broker announcements on the wire', () => {
     const payload = `${frame!.id}:${JSON.stringify({ to: A, type: 'E', data: { n: 1 } })}`;
     expect(heard.filter((h) => h.payload === payload).map((h) => h.channel).sort()).toEqual([`${prefix}${eventsChannel('node-1')}`, `${prefix}${eventsChannel('node-2')}`]);
     expect(heard.filter((h) => h.channel.endsWith('node-3')).map((h) => h.payload)).toEqual([marker.frame!.id + ':' + JSON.stringify({ to: B, type: 'E', data: { n: 2 } })]);
+    expect(heard.filter((h) => h.channel.endsWith('node-4'))).toEqual([]);
   });
 
   it('an unreadable message on the channel is dropped; the next announcement is heard', async () => {
