@@ -54,8 +54,19 @@ export function syncedRateLimitStore(
 ): SyncedRateLimits {
   /** Per limit: its ledger and its window (the plugin passes it on every hit; the script starts windows with it). */
   const ledgers = new Map<string, { ledger: ShareLedger; windowMs: number }>();
+  /** Set by a failed push (or a sync while the connection is down); cleared by a push Redis answered. */
   let failing = false;
   const shared = () => !failing && !redis.down;
+  const failed = (err: unknown) => {
+    if (failing) return;
+    failing = true;
+    log.warn({ err }, 'Redis unreachable: QR request limits count on this node only');
+  };
+  const recovered = () => {
+    if (!failing) return;
+    failing = false;
+    log.info('Redis back: QR request limits shared again');
+  };
 
   const ledgerOf = (limitName: string) => {
     let found = ledgers.get(limitName);
@@ -89,26 +100,23 @@ export function syncedRateLimitStore(
       const reply = (await PUSH.run(redis.client, keys, args)) as number[];
       const now = clock.now();
       batch.forEach((b, i) => ledgers.get(b.limitName)!.ledger.settle(b.entry, b.pushed, reply[2 * i]!, reply[2 * i + 1]!, now));
-      if (failing) {
-        failing = false;
-        log.info('Redis back: request rate limits shared again');
-      }
+      recovered();
     } catch (err) {
       for (const b of batch) ledgers.get(b.limitName)!.ledger.restore(b.entry, b.pushed);
-      if (!failing) {
-        failing = true;
-        log.warn({ err }, 'Redis unreachable: request rate limits count on this node only');
-      }
+      failed(err);
     }
   }
 
   async function syncNow(): Promise<void> {
     if (redis.down) {
-      failing = true;
+      failed(new Error('Redis connection down'));
       return;
     }
     const all: { limitName: string; entry: LedgerEntry; pushed: number }[] = [];
     for (const [limitName, { ledger }] of ledgers) for (const { entry, pushed } of ledger.take()) all.push({ limitName, entry, pushed });
+    // Nothing to push and the connection is up: nothing says Redis is away, so the share applies again
+    // (a stalled Redis keeps failing the pushes of the hits it is offered).
+    if (all.length === 0) recovered();
     const batches = [];
     for (let i = 0; i < all.length; i += KEYS_PER_SCRIPT) batches.push(push(all.slice(i, i + KEYS_PER_SCRIPT)));
     await Promise.all(batches);

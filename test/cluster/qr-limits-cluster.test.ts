@@ -134,7 +134,7 @@ describe('QR limits on three nodes: decided on each node, synced in the backgrou
   });
 
   it(`one address round-robin far above its limit (${ADDRESS_LIMIT}), from 16 sessions: within the same bound`, async () => {
-    const sessions = [];
+    const sessions: TestTab[] = [];
     for (let i = 0; i < 16; i++) sessions.push(await openTab());
     const answers = await flood((node, i) => qr(node, sessions[i % 16]!, '192.0.2.2'), ADDRESS_LIMIT);
     const answered = answers.filter((a) => a.status === 200).length;

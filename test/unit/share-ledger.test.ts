@@ -33,7 +33,7 @@ function run(seed: number, nodes: number, max: number): { admitted: number; refu
   let total = 0;
   // Steps: a hit at a node, a node taking its pushes (sync starts), or a node's sync answered; far more
   // hits than the limit, syncs in any order and any lateness.
-  for (let step = 0; step < 40 * max; step++) {
+  for (let step = 0; step < 10 * max + 200; step++) {
     const node = cluster[Math.floor(next() * nodes)]!;
     const r = next();
     if (r < 0.8) {
@@ -48,13 +48,17 @@ function run(seed: number, nodes: number, max: number): { admitted: number; refu
     }
   }
   // Drain: every node syncs until none admits any more, then one more hit each must be refused.
-  for (let round = 0; round < 10 * max; round++) {
+  for (let round = 0, more = true; more && round < 10 * max; round++) {
+    more = false;
     for (const node of cluster) {
       for (const { entry, pushed } of [...node.inflight.splice(0), ...node.ledger.take()]) {
         total += pushed;
         node.ledger.settle(entry, pushed, total, WINDOW, NOW);
       }
-      while (node.ledger.hit('session', NOW, WINDOW, max, true).admitted) node.admitted++;
+      while (node.ledger.hit('session', NOW, WINDOW, max, true).admitted) {
+        node.admitted++;
+        more = true;
+      }
     }
   }
   const admitted = cluster.reduce((sum, n) => sum + n.admitted, 0);
@@ -69,12 +73,16 @@ describe('share ledger: the cluster bound', () => {
     [10, 1],
   ] as const) {
     it(`${nodes} nodes, limit ${max}: between the limit and limit + N × share − 1 (${max + nodes * shareOf(max) - 1}) in 200 random orders`, () => {
+      let most = 0;
       for (let seed = 1; seed <= 200; seed++) {
         const { admitted, refusedAfterClose } = run(seed, nodes, max);
         expect(admitted, `seed ${seed}`).toBeGreaterThanOrEqual(max);
         expect(admitted, `seed ${seed}`).toBeLessThanOrEqual(max + nodes * shareOf(max) - 1);
         expect(refusedAfterClose).toBe(true);
+        most = Math.max(most, admitted);
       }
+      // The overshoot is real (so the bound, not exactness, is what holds): some orders go past the limit.
+      expect(most).toBeGreaterThan(max);
     });
   }
 
