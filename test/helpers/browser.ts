@@ -1,9 +1,10 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll } from 'vitest';
 import type { ConfigInput } from '../../src/config/schema.js';
 import { startService, type TestService } from './service.js';
 import { HOST_A, HOST_B } from './tls.js';
-import { DEADLINE_MS } from './until.js';
+import { DEADLINE_MS, until } from './until.js';
 
 export { HOST_A, HOST_B, selfSignedCertificate } from './tls.js';
 
@@ -75,14 +76,64 @@ export function useServiceAndChromium(overrides: Partial<ConfigInput> = {}): { s
   return rig;
 }
 
+/** One process of a group as /proc tells it: its pid, its state (`T`: stopped by a signal) and its command name. */
+export interface GroupProcess {
+  pid: number;
+  state: string;
+  name: string;
+}
+
+/** The processes of process group `pgid`, from /proc/<pid>/stat (proc(5): pid (comm) state ppid pgrp ...). */
+export function processGroup(pgid: number): GroupProcess[] {
+  const members: GroupProcess[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+    } catch {
+      continue; // it ended meanwhile
+    }
+    // The command name may hold spaces and parentheses: the fields after it start after its last ')'.
+    const close = stat.lastIndexOf(')');
+    const [state, , pgrp] = stat.slice(close + 2).split(' ');
+    if (Number(pgrp) === pgid) members.push({ pid: Number(entry), state: state!, name: stat.slice(stat.indexOf('(') + 1, close) });
+  }
+  return members;
+}
+
 /**
  * The same Chromium as a process group the test can signal as a whole: SIGSTOP freezes the browser with its
  * network service (which answers WebSocket pings on a page's behalf), SIGKILL ends all of it at once.
  */
-export async function launchSignallableChromium(): Promise<{ browser: Browser; signal: (signal: NodeJS.Signals) => void; kill: () => Promise<void> }> {
+export async function launchSignallableChromium(): Promise<{
+  browser: Browser;
+  signal: (signal: NodeJS.Signals) => void;
+  /** SIGSTOP to the whole group, resolved once every process of it is stopped (a signal is delivered asynchronously). */
+  freeze: () => Promise<void>;
+  /** The browser's processes now (diagnostics). */
+  processes: () => GroupProcess[];
+  /** SIGKILL to the whole group (if any of it is left), then Playwright's own end of the browser. */
+  kill: () => Promise<void>;
+}> {
   const server = await chromium.launchServer(LAUNCH);
   const pid = server.process().pid!;
   const browser = withDeadlines(await chromium.connect(server.wsEndpoint()));
   // Playwright starts the browser as the leader of its own process group (renderers and utilities inherit it).
-  return { browser, signal: (signal) => process.kill(-pid, signal), kill: () => server.kill() };
+  const signal = (signal: NodeJS.Signals) => process.kill(-pid, signal);
+  const processes = () => processGroup(pid);
+  const freeze = async () => {
+    signal('SIGSTOP');
+    await until(() => processes().every((p) => p.state === 'T' || p.state === 'Z'), 'every Chromium process stopped');
+  };
+  const kill = async () => {
+    // The test may have killed the group already, and once its processes are reaped it no longer exists.
+    try {
+      signal('SIGKILL');
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+    }
+    await server.kill();
+  };
+  return { browser, signal, freeze, processes, kill };
 }

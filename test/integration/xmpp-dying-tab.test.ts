@@ -55,6 +55,11 @@ afterAll(async () => {
 
 const hub = () => service.app.tabwire.hub;
 const pop = async () => (await post(service, '/Agent/Xmpp/PopMessages', { maxCount: 100 }, { authorization: `Bearer ${agentJwt}` })).body.messages as { content: string }[];
+/** A counter of the service's /metrics (its value summed over labels). */
+async function counter(name: string): Promise<number> {
+  const text = await (await fetch(`${service.baseUrl}/metrics`)).text();
+  return text.split('\n').filter((line) => line.startsWith(`${name} `) || line.startsWith(`${name}{`)).reduce((sum, line) => sum + Number(line.split(' ').at(-1)), 0);
+}
 
 /** Pops until `n` messages came, then once more: PopMessages must have held exactly those. */
 async function popExactly(n: number): Promise<{ content: string }[]> {
@@ -159,10 +164,7 @@ describe('an XMPP message routed to a tab whose browser dies at once', () => {
 describe('the same in Chromium (the page\'s Events.js, the browser answering pings)', () => {
   async function chromiumTab() {
     const chromium = await launchSignallableChromium();
-    cleanups.push(async () => {
-      chromium.signal('SIGKILL');
-      await chromium.kill();
-    });
+    cleanups.push(() => chromium.kill());
     const context = await chromium.browser.newContext();
     const page = await context.newPage();
     await page.goto(`${service.baseUrl}/`);
@@ -185,11 +187,30 @@ describe('the same in Chromium (the page\'s Events.js, the browser answering pin
     return { chromium, page, address };
   }
 
+  /**
+   * Freezes the whole browser, sends `text` and waits until the hub has written it into the page's socket and
+   * awaits its confirmation, which the frozen browser cannot give. When that never happens, says what did.
+   */
+  async function writtenToFrozenPage(chromium: Awaited<ReturnType<typeof chromiumTab>>['chromium'], address: TabAddress, text: string): Promise<void> {
+    const appendedBefore = await counter('tabwire_events_delivered_total');
+    const repliesBefore = human.messages.length;
+    await chromium.freeze();
+    await sendToAgent(text);
+    await until(() => hub().state(address)?.awaitingConfirmation === 1, 'the message written to the page').catch(async (error: unknown) => {
+      const appended = (await counter('tabwire_events_delivered_total')) - appendedBefore;
+      const replies = human.messages.slice(repliesBefore).map(String);
+      const browser = chromium.processes().map((p) => `${p.pid} ${p.state} ${p.name}`);
+      throw new Error(
+        `${String(error)}; hub state ${JSON.stringify(hub().state(address))}; PopMessages ${JSON.stringify(await pop())}; ` +
+          `events appended since the send ${appended}; replies to the sender ${JSON.stringify(replies)}; ` +
+          `XMPP component ${service.app.tabwire.xmpp?.state}; Chromium processes ${browser.join(', ')}`,
+      );
+    });
+  }
+
   it('Chromium SIGKILLed right after the write: the message is in PopMessages, exactly once', async () => {
     const { chromium, address } = await chromiumTab();
-    chromium.signal('SIGSTOP');
-    await sendToAgent('to a Chromium about to be killed');
-    await until(() => hub().state(address)?.awaitingConfirmation === 1, 'the message written to the page');
+    await writtenToFrozenPage(chromium, address, 'to a Chromium about to be killed');
     chromium.signal('SIGKILL');
     const stored = await popExactly(1);
     expect(stored[0]!.content).toContain('to a Chromium about to be killed');
@@ -199,13 +220,7 @@ describe('the same in Chromium (the page\'s Events.js, the browser answering pin
 
   it('Chromium SIGSTOPped: stored at the deadline, exactly once', async () => {
     const { chromium, address } = await chromiumTab();
-    chromium.signal('SIGSTOP');
-    await sendToAgent('to a frozen Chromium');
-    // This wait timed out once (Node.js 26, a fresh clone's CI run): say what the hub and the store held then.
-    await until(() => hub().state(address)?.awaitingConfirmation === 1, 'the message written to the page').catch(async (error: unknown) => {
-      const metrics = (await (await fetch(`${service.baseUrl}/metrics`)).text()).split('\n').filter((l) => /^tabwire_(events|xmpp)_/.test(l));
-      throw new Error(`${String(error)}; hub state ${JSON.stringify(hub().state(address))}; PopMessages ${JSON.stringify(await pop())}; ${metrics.join(' | ')}`);
-    });
+    await writtenToFrozenPage(chromium, address, 'to a frozen Chromium');
     expect(await pop()).toEqual([]);
     passDeadline();
     expect((await popExactly(1))[0]!.content).toContain('to a frozen Chromium');
