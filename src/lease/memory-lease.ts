@@ -10,6 +10,8 @@ export type MonotonicNow = () => number;
 export class MemoryLeaseTable {
   private readonly holds = new Map<string, LeaseHold & { expiresAt: number }>();
   private readonly fences = new Map<string, number>();
+  /** Holds that ran out and were neither taken over nor released since (see `lapsed`). */
+  private readonly ranOut = new Map<string, LeaseHold & { expiresAt: number }>();
 
   constructor(readonly now: MonotonicNow = () => performance.now()) {}
 
@@ -23,13 +25,27 @@ export class MemoryLeaseTable {
     const hold = this.holds.get(name);
     if (hold && hold.expiresAt <= this.now()) {
       this.holds.delete(name);
+      this.ranOut.set(name, hold);
       return undefined;
     }
     return hold;
   }
 
+  /**
+   * @internal The hold of `name` by `holder` under `token` that ran out while nobody else took the lease, put
+   * back (renew); undefined when the lease was taken meanwhile or released.
+   */
+  lapsed(name: string, holder: string, token: number): (LeaseHold & { expiresAt: number }) | undefined {
+    const hold = this.ranOut.get(name);
+    if (this.holds.has(name) || hold?.holder !== holder || hold.token !== token) return undefined;
+    this.ranOut.delete(name);
+    this.holds.set(name, hold);
+    return hold;
+  }
+
   /** @internal */
   set(name: string, hold: (LeaseHold & { expiresAt: number }) | undefined): void {
+    this.ranOut.delete(name);
     if (hold) this.holds.set(name, hold);
     else this.holds.delete(name);
   }
@@ -62,7 +78,10 @@ export class MemoryLease implements Lease {
   }
 
   async renew(token: number): Promise<boolean> {
-    const hold = this.table.live(this.name);
+    // A hold past its end that no other holder took is still this holder's: nobody acted under another token
+    // in between, so extending it is safe. Without this, a single node whose event loop stalled past the TTL
+    // (a loaded machine) stepped down from its own leases and dropped its XMPP stream for nothing.
+    const hold = this.table.live(this.name) ?? this.table.lapsed(this.name, this.holder, token);
     if (!hold || hold.holder !== this.holder || hold.token !== token) return false;
     hold.expiresAt = this.table.now() + this.ttlMs;
     return true;

@@ -22,6 +22,8 @@ const MIN_BACKOFF_MS = 200;
 const MAX_BACKOFF_MS = 5_000;
 /** A connection attempt (TCP, stream open, handshake) that takes longer than this is abandoned and retried. */
 const ATTEMPT_TIMEOUT_MS = 10_000;
+/** One step of an attempt (the library's own timeout for the stream open and the handshake answer), within the attempt's. */
+const STEP_TIMEOUT_MS = 5_000;
 
 /**
  * An XEP-0114 external component: keeps one stream to the XMPP server, reconnecting forever with backoff,
@@ -117,6 +119,9 @@ export class XmppComponent {
     const { service, domain, password } = this.#options;
     const entity = component({ service, domain, password });
     entity.reconnect.stop(); // the built-in reconnect retries every 1 s without backoff; #run does it instead
+    // Each step of the handshake (stream open, handshake answer, close) waits 2 s by default: on a loaded host
+    // that failed good attempts and, closing an entity mid-step, left its pending steps to reject unhandled.
+    entity.timeout = STEP_TIMEOUT_MS;
     entity.on('error', (err: unknown) => this.#log.debug({ error: describeError(err) }, 'XMPP component error'));
     entity.on('stanza', (stanza: xml.Element) => this.#receive(stanza));
     this.#entity = entity;

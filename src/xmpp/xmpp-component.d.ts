@@ -46,6 +46,8 @@ declare module '@xmpp/component' {
     stop(): Promise<unknown>;
     send(element: xml.Element): Promise<void>;
     reconnect: { stop(): void };
+    /** Milliseconds each step (stream open, handshake answer, close) waits for the server; default 2000. */
+    timeout: number;
   }
 
   export function component(options: { service: string; domain: string; password: string }): Component;
