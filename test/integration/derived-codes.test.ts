@@ -104,7 +104,10 @@ describe.each(BACKENDS)('derived codes on $name', ({ options }) => {
     // A code is a row only once it is fetched.
     const one = [...codes][7]!;
     expect(await service.store.codes.get(one)).toBeUndefined();
+    counted.reset();
     expect((await fetchJson(service, one)).status).toBe(200);
+    // Its first fetch on the node that knows the request: the look-up of a row, then the row's idempotent insert.
+    expect(counted.calls()).toEqual(['codes.get', 'codes.insertIfAbsent']);
     expect(await service.store.codes.get(one)).toMatchObject({ code: one, purpose: 'Counted', tabId: tab.tabId, state: 'pending' });
   });
 
