@@ -20,7 +20,7 @@ export function backendMode(o: {
 }): BackendMode {
   return {
     async check(serviceId) {
-      await o.registrations.current(serviceId);
+      return (await o.registrations.current(serviceId)).expiresAt;
     },
     async prepare(record: LoginCode, result: QuickLoginResult): Promise<Callback> {
       // The registration was valid when the code was issued; its callback still gets the result

@@ -219,15 +219,16 @@ export const COMMANDS: readonly Command[] = [
   },
   {
     name: 'keys',
-    summary: 'rotate the Agent API token signing key (operator)',
-    usage: ['keys rotate'],
+    summary: 'rotate the Agent API token signing key or the login code key (operator)',
+    usage: ['keys rotate', 'keys rotate-codes'],
     description: [
       'rotate adds a new token signing key and prints its key id. New tokens are signed with it; tokens signed with older keys keep verifying until they expire. Running services pick the new key up within a minute, or at once on a token that names it (docs/agent-api.md).',
+      'rotate-codes adds a new login code key and prints its key id. Nodes derive the codes of new QR requests with it from their next reload (within a minute); codes made with older keys stay valid until they expire (docs/signing.md "Derived codes").',
       CONFIG_NOTE,
     ].join('\n\n'),
     flags: [],
     async run(args) {
-      const act = action('keys', args, ['rotate']);
+      const act = action('keys', args, ['rotate', 'rotate-codes']);
       operands('keys', args, []);
       return (await operator()).keysCommand(await loadConfig(), act);
     },

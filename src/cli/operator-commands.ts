@@ -1,6 +1,7 @@
 import { createApiKey } from '../agent/api-keys.js';
 import { rotateTokenKey, TokenService } from '../agent/tokens.js';
 import { systemClock } from '../clock.js';
+import { rotateCodeKey } from '../quicklogin/code-keys.js';
 import type { Config } from '../config/schema.js';
 import { openOperatorStore } from './operator-store.js';
 import type { Store } from '../store/stores.js';
@@ -68,6 +69,7 @@ export const tokenCommand = (config: Config, userName: string, seconds: number) 
 /** `tabwire keys rotate`: a new token signing key; running services pick it up within a minute. */
 export const keysCommand = (config: Config, action: string) =>
   withStore(config, async (store) => {
+    if (action === 'rotate-codes') return `${await rotateCodeKey(store.serverKeys, systemClock)}\tnew login code key (codes of older keys stay valid until they expire)\n`;
     if (action !== 'rotate') throw new Error(`unknown keys action "${action}"`);
     return `${await rotateTokenKey(store.serverKeys, systemClock)}\tnew signing key (older keys keep verifying)\n`;
   });

@@ -47,6 +47,11 @@ export const ConfigSchema = Type.Object(
     qrModulePixels: Type.Integer({ default: 6, minimum: 1, maximum: 32 }),
     /** Under load, make `text` and `base64` QR answers ahead on a thread of their own (docs/signing.md "Encoder thread"). */
     qrEncoderThread: Type.Boolean({ default: true }),
+    /**
+     * Derive each QR refresh's code from the request stored once, without a write (docs/signing.md "Derived
+     * codes"); off: every code is random and stored as it is issued, and `qrEncoderThread` makes answers ahead.
+     */
+    qrDerivedCodes: Type.Boolean({ default: true }),
     /** Largest accepted request body, in bytes. */
     bodyLimitBytes: Type.Integer({ default: 16_384, minimum: 1024, maximum: 10_485_760 }),
     /** SameSite attribute of the session cookie; `none` requires an https publicBaseUrl. */

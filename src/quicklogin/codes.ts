@@ -30,7 +30,8 @@ const TIME_CHARS = 6;
 /** The random part: 96 bits, 16 base64url characters. */
 const CODE_RANDOM_BYTES = 12;
 
-function timePrefix(ms: number): string {
+/** A code's first TIME_CHARS characters: milliseconds modulo 2^36 (the count starts over every ~795 days). */
+export function timePrefix(ms: number): string {
   let rest = Math.floor(ms) % 2 ** (6 * TIME_CHARS);
   let out = '';
   for (let i = 0; i < TIME_CHARS; i++) {
@@ -39,6 +40,22 @@ function timePrefix(ms: number): string {
   }
   return out;
 }
+
+/** The milliseconds modulo 2^36 a code's time prefix says, or undefined when `code` has none. */
+export function prefixTime(code: string): number | undefined {
+  let value = 0;
+  for (let i = 0; i < TIME_CHARS; i++) {
+    const digit = SORTED_DIGITS.indexOf(code[i] ?? '');
+    if (digit < 0) return undefined;
+    value = value * 64 + digit;
+  }
+  return value;
+}
+
+/** The time prefix's period: 2^36 ms. */
+export const PREFIX_PERIOD_MS = 2 ** (6 * TIME_CHARS);
+/** Characters of the time prefix. */
+export const TIME_PREFIX_CHARS = TIME_CHARS;
 
 /**
  * A login code (docs/signing.md): 22 URL-safe characters, a 36-bit millisecond time prefix then 96 random

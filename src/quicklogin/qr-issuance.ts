@@ -6,7 +6,17 @@ import { CODE_PATTERN, newCode, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
 import { QrAnswers, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
 import { QrStock } from './qr-stock.js';
+import type { QrRequestParams } from './qr-requests.js';
 import type { QuickLoginDeps, QuickLoginSettings } from './quicklogin-options.js';
+
+/** The row of a code issued at `now` for a request with `params` (pending, unbound). */
+export function pendingCode(code: string, params: QrRequestParams, nonce: string, now: number): LoginCode {
+  const { validityMs, ...bound } = params;
+  return { code, ...bound, nonce, createdAt: now, expiresAt: now + validityMs, state: 'pending', legalId: null, signedAt: null, fetchedAt: null, bindingHash: null };
+}
+
+/** Backend registrations a node remembers as checked (checkService). */
+const MAX_SERVICES = 10_000;
 
 /** A QR request (docs/signing.md), already schema-validated. */
 export interface QrRequest {
@@ -34,12 +44,12 @@ export interface Caller {
 }
 
 /** What issuing codes calls, of QuickLogin's dependencies. */
-export type QrIssuanceDeps = Pick<QuickLoginDeps, 'store' | 'clock' | 'countAnswer' | 'backend' | 'awaitTab' | 'firstVisit' | 'ownTab'>;
+export type QrIssuanceDeps = Pick<QuickLoginDeps, 'store' | 'requests' | 'clock' | 'countAnswer' | 'backend' | 'awaitTab' | 'firstVisit' | 'ownTab'>;
 
 /** What issuing codes reads of QuickLogin's settings. */
 export type QrIssuanceSettings = Pick<
   QuickLoginSettings,
-  'publicBaseUrl' | 'codeValidityMs' | 'codeScanSeconds' | 'modulePixels' | 'encoderThread' | 'allowCookielessQrRequests'
+  'publicBaseUrl' | 'derivedCodes' | 'codeValidityMs' | 'codeScanSeconds' | 'modulePixels' | 'encoderThread' | 'allowCookielessQrRequests'
 >;
 
 /**
@@ -50,6 +60,8 @@ export type QrIssuanceSettings = Pick<
 export class QrIssuance {
   private readonly qr: QrAnswers;
   private readonly stock: QrStock;
+  /** Backend registrations checked here: serviceId -> when it expires (checkService). */
+  private readonly services = new Map<string, number>();
 
   constructor(
     private readonly deps: QrIssuanceDeps,
@@ -59,7 +71,8 @@ export class QrIssuance {
     this.stock = new QrStock({
       publicBaseUrl: settings.publicBaseUrl,
       modulePixels: settings.modulePixels,
-      enabled: settings.encoderThread,
+      // Derived codes are made from the request, so there is nothing to make ahead.
+      enabled: settings.encoderThread && !(settings.derivedCodes && deps.requests),
       newCode: () => newCode(deps.clock.now()),
     });
   }
@@ -83,15 +96,10 @@ export class QrIssuance {
 
   /** `requestQr`, also saying which code was issued (for a caller that records it, such as the OpenID Provider's login). */
   async issue(request: QrRequest, caller: Caller): Promise<{ code: string; answer: QrResponse | SerializedJson }> {
-    if (request.serviceId !== '') await this.deps.backend.check(request.serviceId);
+    if (request.serviceId !== '') await this.checkService(request.serviceId);
     const sessionHash = request.tab === '' ? caller.sessionHash : await this.tabSession(request.tab, caller);
     const now = this.deps.clock.now();
-    // Taken once the request is known to be good, so no ready answer is spent on a refused one.
-    const ready = request.mode === 'image' ? undefined : this.stock.take(request.mode);
-    if (request.mode !== 'image') this.deps.countAnswer?.(ready ? 'ahead' : 'on_request');
-    const code = ready?.code ?? newCode(now);
-    const record: LoginCode = {
-      code,
+    const params: QrRequestParams = {
       tabId: request.tab,
       sessionHash,
       origin: caller.onBehalfOf ?? caller.origin,
@@ -101,18 +109,36 @@ export class QrIssuance {
       serviceId: request.serviceId,
       // Whole seconds in 1..3600, as the token will be issued (docs/agent-api.md); the column is an integer.
       agentApiTimeout: request.agentApiTimeout === undefined ? null : clampSeconds(request.agentApiTimeout),
-      nonce: newNonce(),
-      createdAt: now,
-      expiresAt: now + this.settings.codeValidityMs,
-      state: 'pending',
-      legalId: null,
-      signedAt: null,
       scanSeconds: effectiveScanSeconds(this.settings.codeScanSeconds, request.scanSeconds),
-      fetchedAt: null,
-      bindingHash: null,
+      validityMs: this.settings.codeValidityMs,
     };
-    await this.deps.store.codes.insert(record);
+    if (this.settings.derivedCodes && this.deps.requests) {
+      // Derived: no write, and no read once this node knows the request (docs/signing.md "Derived codes").
+      // Its symbol is encoded here: a code made ahead on the encoder thread could not be derived from the request.
+      const code = await this.deps.requests.issue(params, now);
+      if (request.mode !== 'image') this.deps.countAnswer?.('on_request');
+      return { code, answer: this.qr.answer(request.mode, code) };
+    }
+    // Taken once the request is known to be good, so no ready answer is spent on a refused one.
+    const ready = request.mode === 'image' ? undefined : this.stock.take(request.mode);
+    if (request.mode !== 'image') this.deps.countAnswer?.(ready ? 'ahead' : 'on_request');
+    const code = ready?.code ?? newCode(now);
+    await this.deps.store.codes.insert(pendingCode(code, params, newNonce(), now));
     return { code, answer: ready ? new SerializedJson(ready.answer) : this.qr.answer(request.mode, code) };
+  }
+
+  /**
+   * Backend mode's registration check, remembered until the registration expires: a registration leaves the
+   * store only after its expiry and a renewal only moves that later, so a refresh of a page in backend mode
+   * reads the store once per registration and node, not once per code.
+   */
+  private async checkService(serviceId: string): Promise<void> {
+    const validUntil = this.services.get(serviceId);
+    if (validUntil !== undefined && this.deps.clock.now() < validUntil) return;
+    this.services.delete(serviceId);
+    const expiresAt = await this.deps.backend.check(serviceId);
+    if (this.services.size >= MAX_SERVICES) this.services.delete(this.services.keys().next().value!);
+    this.services.set(serviceId, expiresAt);
   }
 
   /**
@@ -149,11 +175,15 @@ export class QrIssuance {
     return binding.session;
   }
 
-  /** The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached; undefined otherwise. */
+  /**
+   * The PNG of a code while it is valid (in `palette`, default black on white), with how long it may be cached;
+   * undefined otherwise. A derived code is checked without any write (and without a read once its request is known).
+   */
   async qrPng(code: string, palette?: QrPalette): Promise<{ png: Buffer; maxAgeSeconds: number } | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
-    const record = await this.deps.store.codes.get(code);
     const now = this.deps.clock.now();
+    const derived = await this.deps.requests?.resolve(code, now);
+    const record = derived ? { expiresAt: derived.parts.issuedAt + derived.request.record.validityMs } : await this.deps.store.codes.get(code);
     if (!record || record.expiresAt <= now) return undefined;
     const png = this.qr.png(code, palette);
     return { png, maxAgeSeconds: Math.floor((record.expiresAt - now) / 1000) };

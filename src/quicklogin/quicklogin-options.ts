@@ -4,12 +4,13 @@ import type { Delivery } from '../hub/delivery.js';
 import type { TabRegistry } from '../hub/registry.js';
 import type { QuickLoginResult } from '../protocol/events.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
+import type { QrRequests } from './qr-requests.js';
 import type { ServerSigner } from './server-signer.js';
 
 /** What QuickLogin needs of backend mode (callbacks/backend-mode.ts). */
 export interface BackendMode {
-  /** Checks a QR request's serviceId: 404 unknown, 410 expired. */
-  check(serviceId: string): Promise<void>;
+  /** Checks a QR request's serviceId: 404 unknown, 410 expired; resolves when the registration expires. */
+  check(serviceId: string): Promise<number>;
   /** The callback an approved code's result becomes (not stored yet). 404 when the registration is gone. */
   prepare(record: LoginCode, result: QuickLoginResult): Promise<Callback>;
   /**
@@ -23,6 +24,8 @@ export interface BackendMode {
 /** What QuickLogin calls: the store, the tabs' delivery, time, the server's signer, backend mode and the tab registry's rules. */
 export interface QuickLoginDeps {
   store: Store;
+  /** QR requests and their derived codes (docs/signing.md "Derived codes"); absent, no derived code resolves. */
+  requests?: QrRequests;
   delivery: Delivery;
   clock: Clock;
   signer: ServerSigner;
@@ -53,6 +56,8 @@ export interface QuickLoginSettings {
   /** Config `codeScanSeconds` (0: off): the scan freshness of every code, which a request may tighten (docs/relay.md). */
   codeScanSeconds: number;
   modulePixels: number;
+  /** Config `qrDerivedCodes`: codes are derived from the stored request (with `requests`), not random and stored per refresh. */
+  derivedCodes: boolean;
   /** Config `qrEncoderThread`: under load, `text` and `base64` answers are made ahead on a thread (qr-stock.ts). */
   encoderThread: boolean;
   /** See config `allowCookielessQrRequests`: accept a registered tab without its session, from an allowed Origin. */

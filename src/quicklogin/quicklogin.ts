@@ -8,10 +8,10 @@ import type { SignInfo } from '../protocol/signing.js';
 import type { Callback, CallbackToStore, Identity, LoginCode } from '../store/stores.js';
 import { bindingMatches, hashBinding, newBindingToken } from './binding.js';
 import { buildChallenge, signedMessage, type Decision } from './challenge.js';
-import { CODE_PATTERN } from './codes.js';
+import { CODE_PATTERN, newNonce } from './codes.js';
 import type { QrPalette } from './qr-colours.js';
 import type { SerializedJson, QrResponse } from './qr-answer.js';
-import { QrIssuance, type Caller, type QrRequest } from './qr-issuance.js';
+import { pendingCode, QrIssuance, type Caller, type QrRequest } from './qr-issuance.js';
 import type { QuickLoginDeps, QuickLoginSettings } from './quicklogin-options.js';
 import { buildResult, parseFilter } from './result.js';
 
@@ -240,7 +240,7 @@ export class QuickLogin {
    * is told" (docs/signing.md "Refusals").
    */
   private async signableCode(code: string): Promise<LoginCode> {
-    const record = CODE_PATTERN.test(code) ? await this.deps.store.codes.get(code) : undefined;
+    const record = await this.codeRow(code);
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') {
       if (record.tabEvent && record.published === false) await this.publishResult(record, record.tabEvent);
@@ -251,11 +251,32 @@ export class QuickLogin {
   }
 
   private async usableCode(code: string): Promise<LoginCode> {
-    const record = CODE_PATTERN.test(code) ? await this.deps.store.codes.get(code) : undefined;
+    const record = await this.codeRow(code);
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') throw new TabwireError('code_already_used');
     if (record.expiresAt <= this.deps.clock.now()) throw new TabwireError('code_expired');
     return record;
+  }
+
+  /**
+   * A code's row. A derived code (docs/signing.md "Derived codes") becomes one when it is first resolved: its MAC
+   * and request checked, then inserted unless another node did so first, and from then on it is the row that
+   * binds and settles. An expired derived code is answered as a row that says so, without a write. A code
+   * that is already a row (also a random one issued before derived codes) resolves as it is.
+   */
+  private async codeRow(code: string): Promise<LoginCode | undefined> {
+    if (!CODE_PATTERN.test(code)) return undefined;
+    const stored = await this.deps.store.codes.get(code);
+    if (stored || !this.deps.requests) return stored;
+    const now = this.deps.clock.now();
+    const derived = await this.deps.requests.resolve(code, now);
+    if (!derived) return undefined;
+    const { id: _id, kid: _kid, createdAt: _createdAt, expiresAt: _expiresAt, ...params } = derived.request.record;
+    const row = pendingCode(code, params, newNonce(), derived.parts.issuedAt);
+    if (row.expiresAt <= now) return row;
+    // Of nodes resolving the code at once, one inserts; the others read its row (its nonce, and any binding made since).
+    if (await this.deps.store.codes.insertIfAbsent(row)) return row;
+    return this.deps.store.codes.get(code);
   }
 
   private challengeOf(record: LoginCode): string {

@@ -30,6 +30,8 @@ export function retentionWindows(config: Config): RetentionWindows {
 export function storeRetentionTasks(store: Store, windows: RetentionWindows): PurgeTask[] {
   return [
     { kind: 'codes', run: (now) => store.codes.deleteExpired(now - windows.codes) },
+    // A request row outlives every code derived from it (quicklogin/qr-requests.ts); a minute more for nodes' clocks.
+    { kind: 'qr_requests', run: (now) => store.qrRequests.deleteExpired(now - 60_000) },
     { kind: 'registrations', run: (now) => store.services.deleteExpired(now - windows.registrations) },
     // Bodies hold identity properties and AgentApiTokens: they go whatever the callback's state.
     { kind: 'callbacks', run: (now) => store.callbacks.deleteEnded(now - windows.callbacks) },

@@ -68,6 +68,12 @@ export interface TabEventRecord {
 /** Login codes (docs/signing.md): each is settled at most once and, with scan freshness, bound by its first fetch. */
 export interface CodeStore {
   insert(code: LoginCode): Promise<void>;
+  /**
+   * Stores a derived code's row on its first fetch (docs/signing.md "Derived codes") unless the code is a row
+   * already; returns whether it did. Of concurrent callers on any nodes exactly one stores it, and all of them
+   * then share that row (its nonce, binding and settlement).
+   */
+  insertIfAbsent(code: LoginCode): Promise<boolean>;
   get(code: string): Promise<LoginCode | undefined>;
   /**
    * Moves a pending code that has not expired at `now` to `state`, atomically: of concurrent

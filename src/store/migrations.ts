@@ -277,6 +277,30 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0014_qr_requests': {
+    async up(db: Kysely<any>) {
+      // QR requests whose codes are derived (docs/signing.md "Derived codes"): one row per request and code key,
+      // where each refresh used to insert a code row. The id is 36 bits of a MAC of the request (fits a bigint).
+      await db.schema
+        .createTable('qr_requests')
+        .addColumn('id', 'bigint', (c) => c.primaryKey())
+        .addColumn('kid', 'varchar(64)', (c) => c.notNull())
+        .addColumn('tab_id', 'varchar(64)', (c) => c.notNull())
+        .addColumn('session_hash', 'varchar(64)')
+        .addColumn('origin', 'text')
+        .addColumn('purpose', 'text', (c) => c.notNull())
+        .addColumn('property_filter', 'text')
+        .addColumn('attachment_filter', 'text')
+        .addColumn('service_id', 'varchar(128)', (c) => c.notNull())
+        .addColumn('agent_api_timeout', 'integer')
+        .addColumn('scan_seconds', 'integer')
+        .addColumn('validity_ms', 'bigint', (c) => c.notNull())
+        .addColumn('created_at', 'bigint', (c) => c.notNull())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('qr_requests_expires_at').on('qr_requests').column('expires_at').execute();
+    },
+  },
 };
 
 /** Rows read per query by a migration that visits a whole table. */

@@ -44,6 +44,24 @@ export interface CodesTable {
   announced_at: number | string | null;
 }
 
+/** A QR request whose codes are derived, not stored (store/qr-request-store.ts). */
+export interface QrRequestsTable {
+  id: number | string;
+  kid: string;
+  tab_id: string;
+  session_hash: string | null;
+  origin: string | null;
+  purpose: string;
+  property_filter: string | null;
+  attachment_filter: string | null;
+  service_id: string;
+  agent_api_timeout: number | null;
+  scan_seconds: number | null;
+  validity_ms: number | string;
+  created_at: number | string;
+  expires_at: number | string;
+}
+
 export interface IdentitiesTable {
   id: string;
   provider: string;
@@ -170,6 +188,7 @@ export interface OidcClientsTable {
 export interface Database {
   tabs: TabsTable;
   codes: CodesTable;
+  qr_requests: QrRequestsTable;
   identities: IdentitiesTable;
   server_keys: ServerKeysTable;
   accounts: AccountsTable;

@@ -2,11 +2,13 @@ import type { CodeStore } from './code-store.js';
 import type { CallbackStore } from './callback-store.js';
 import type { IdentityStore } from './identity-store.js';
 import type { OidcClientStore, OidcEntryStore } from './oidc-store.js';
+import type { QrRequestStore } from './qr-request-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
 export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
+export type { QrRequestRecord, QrRequestStore } from './qr-request-store.js';
 export type { FoundOidcEntry, OidcClient, OidcClientStore, OidcEntry, OidcEntryStore, OidcTokenAuth } from './oidc-store.js';
 
 /** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
@@ -157,6 +159,8 @@ export interface MessageStore {
 /** Everything persistent, behind domain-shaped interfaces; one implementation per backend. */
 export interface Store {
   codes: CodeStore;
+  /** QR requests whose codes are derived (docs/signing.md "Derived codes"). */
+  qrRequests: QrRequestStore;
   tabs: TabStore;
   identities: IdentityStore;
   serverKeys: ServerKeyStore;

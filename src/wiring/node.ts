@@ -111,6 +111,7 @@ export async function assembleNode(config: Config, deps: Deps, log: Logger): Pro
     hub,
     registry,
     signer: keys.signer,
+    codeKeys: keys.codeKeys,
     accounts: agent.accounts,
     devIdentity: identity.devIdentity,
     clock,

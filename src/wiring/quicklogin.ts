@@ -16,6 +16,8 @@ import type { DevIdentity } from '../identity/dev-identity.js';
 import { runPeriodicallyOncePerCluster } from '../lease/leader.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import type { Metrics } from '../metrics.js';
+import type { CodeKeyRing } from '../quicklogin/code-keys.js';
+import { QrRequests } from '../quicklogin/qr-requests.js';
 import { QuickLogin } from '../quicklogin/quicklogin.js';
 import { ResultOutbox } from '../quicklogin/result-outbox.js';
 import type { ServerSigner } from '../quicklogin/server-signer.js';
@@ -43,6 +45,8 @@ export interface QuickLoginAreaDeps {
   hub: Hub;
   registry: TabRegistry;
   signer: ServerSigner;
+  /** The code keys (wiring/keys.ts): QR requests' codes are derived under them unless config `qrDerivedCodes` is off. */
+  codeKeys: CodeKeyRing;
   accounts: Accounts;
   /** The development identity, when same-device approval is enabled (wiring/identity.ts). */
   devIdentity: DevIdentity | undefined;
@@ -60,7 +64,7 @@ export interface QuickLoginAreaDeps {
  * QuickLogin routes, the demo page and the web wallet.
  */
 export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): QuickLoginArea {
-  const { store, hub, registry, signer, accounts, devIdentity, clock, metrics, log, leases } = deps;
+  const { store, hub, registry, signer, codeKeys, accounts, devIdentity, clock, metrics, log, leases } = deps;
   const policy = { allowHttpLoopback: config.callbackAllowHttpLoopback, allowedHosts: config.callbackAllowedHosts };
   const resolve = deps.resolve ?? systemResolver;
   const registrations = new BackendRegistrations({ store: store.services, clock, resolve }, { validityMs: config.serviceValiditySeconds * 1000, policy });
@@ -83,6 +87,8 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
     {
       backend: backendMode({ registrations, services: store.services, deliverer, clock, retryWindowMs: config.callbackRetrySeconds * 1000 }),
       store,
+      // Always there, so codes derived before `qrDerivedCodes` was turned off still resolve until they expire.
+      requests: new QrRequests({ store: store.qrRequests, keys: codeKeys, log: log.child({ module: 'quicklogin:requests' }) }),
       delivery: hub,
       clock,
       signer,
@@ -100,6 +106,7 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
     },
     {
       publicBaseUrl: config.publicBaseUrl,
+      derivedCodes: config.qrDerivedCodes,
       codeValidityMs: config.codeValiditySeconds * 1000,
       codeScanSeconds: config.codeScanSeconds,
       modulePixels: config.qrModulePixels,

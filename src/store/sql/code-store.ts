@@ -85,6 +85,13 @@ export class SqlCodeStore implements CodeStore {
     await this.inserts.run(Object.values(toRow(c)));
   }
 
+  async insertIfAbsent(c: LoginCode): Promise<boolean> {
+    // ON CONFLICT DO NOTHING: on PostgreSQL a concurrent insert of the same code waits for the first's commit and
+    // inserts nothing, so two nodes resolving one derived code at once converge on one row.
+    const result = await this.db.insertInto('codes').values(toRow(c)).onConflict((oc) => oc.column('code').doNothing()).executeTakeFirst();
+    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+  }
+
   async get(code: string): Promise<LoginCode | undefined> {
     const row = await this.db.selectFrom('codes').selectAll().where('code', '=', code).executeTakeFirst();
     return row && toCode(row);

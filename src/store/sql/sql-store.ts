@@ -11,6 +11,7 @@ import { SqlIdentityStore } from './identity-store.js';
 import { SqlMessageStore } from './message-store.js';
 import { SqlOidcClientStore } from './oidc-client-store.js';
 import { SqlOidcEntryStore } from './oidc-entry-store.js';
+import { SqlQrRequestStore } from './qr-request-store.js';
 import { SqlServerKeyStore } from './server-key-store.js';
 import { SqlServiceRegistrationStore } from './service-registration-store.js';
 import { SqlTabStore } from './tab-store.js';
@@ -19,6 +20,7 @@ import { SqlTabStore } from './tab-store.js';
 export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close: () => Promise<void>): Store {
   return {
     codes: new SqlCodeStore(db, flavour),
+    qrRequests: new SqlQrRequestStore(db),
     tabs: new SqlTabStore(db, flavour),
     identities: new SqlIdentityStore(db),
     serverKeys: new SqlServerKeyStore(db),
