@@ -84,7 +84,7 @@ export const waitingPeople: Benchmark = {
         // Below the budget's N the budget cannot be measured at all: say why (not root: no prlimit).
         const tooFewFiles =
           rig.serverCapacity < BUDGET_TABS
-            ? `the server may hold only ${fmt(rig.serverCapacity)} tabs (open files ${fmt(openFilesLimit(rig.server.pid))}; the limit is raised with prlimit only when the benchmark runs as root)`
+            ? `the server may hold only ${fmt(rig.serverCapacity)} tabs (open files ${fmt(openFilesLimit(rig.server.pid))}${rig.openFilesRefused ? `: ${rig.openFilesRefused}` : ''}), so ${fmt(BUDGET_TABS)} cannot be tried on this machine`
             : undefined;
         if (tooFewFiles) notes.push(tooFewFiles);
         let good: WindowResult | undefined;
@@ -190,6 +190,7 @@ export const waitingPeople: Benchmark = {
         rig = undefined;
 
         const unreliable: string[] = [];
+        if (tooFewFiles) unreliable.push(`not measurable here: ${tooFewFiles}`);
         if (hold && hold.otherPercent > OTHER_CPU_LIMIT) unreliable.push(`other processes used ${hold.otherPercent.toFixed(0)}% of a core during the hold`);
         if (bad && bad.otherPercent > OTHER_CPU_LIMIT) unreliable.push(`other processes used ${bad.otherPercent.toFixed(0)}% of a core in the step that ended the ramp (${fmt(bad.tabs)} tabs)`);
         if (hold && hold.clientLoopP99Ms > CLIENT_LOOP_LIMIT_MS) unreliable.push(`the load process lagged (event loop p99 ${ms(hold.clientLoopP99Ms)} ms)`);

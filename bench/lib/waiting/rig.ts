@@ -93,6 +93,8 @@ export class WaitingRig {
     readonly sqliteFile: string,
     /** Tabs the server may hold (its open-file limit less the pools and a margin). */
     readonly serverCapacity: number,
+    /** Why the server's open-file limit could not be raised to SERVER_OPEN_FILES, if it could not. */
+    readonly openFilesRefused?: string,
   ) {
     this.ownCpus = allowedCpus(process.pid);
   }
@@ -109,8 +111,9 @@ export class WaitingRig {
     const server = await startChild('tabwire', new URL('../../servers/waiting-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile, env: QR_LIMIT_ENV })], { nodeArgs });
     try {
       if (o.pin) pin(server.pid, oneCore ? '0' : '1');
-      const capacity = raiseOpenFiles(server.pid, SERVER_OPEN_FILES) - o.poolSize * maxLoadProcesses - FD_MARGIN;
-      const rig = new WaitingRig(server, o, sqliteFile, capacity);
+      const files = raiseOpenFiles(server.pid, SERVER_OPEN_FILES);
+      const capacity = files.limit - o.poolSize * maxLoadProcesses - FD_MARGIN;
+      const rig = new WaitingRig(server, o, sqliteFile, capacity, files.refused);
       if (o.pin) pin(process.pid, '1');
       if (o.pin && !oneCore) rig.loopCore = new LoopOnItsOwnCore(server.pid);
       return rig;
