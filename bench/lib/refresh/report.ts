@@ -9,7 +9,7 @@ import { shortSql } from '../cluster/meter.js';
 import { sumOf } from '../measure/counter-maps.js';
 import { median, table } from '../measure/stats.js';
 import type { BenchReport, BudgetCheck, Measurement } from '../measure/types.js';
-import { BUDGET, LOAD, OTHER_CPU_LIMIT, REFRESH_TABS, ROUNDS, type RefreshRound } from './settings.js';
+import { BUDGET, FIRST_PASS_MS, LOAD, OTHER_CPU_LIMIT, REFRESH_TABS, ROUNDS, type RefreshRound } from './settings.js';
 
 interface Figures {
   rounds: RefreshRound[];
@@ -165,7 +165,7 @@ export function build(f: Figures): Pick<BenchReport, 'context' | 'sections' | 'm
       machineLine(),
       `tabwire: ${revision()}; libraries: fastify ${versionOf('fastify')}, ioredis ${versionOf('ioredis')}, pg ${versionOf('pg')}`,
       `servers: bench/servers/bare.ts (Fastify, one JSON route); bench/servers/channel-tabwire.ts (buildApp, log silent, the service's Node.js flags) as the embedded node (SQLite, memory broker) and as cluster nodes A and B (private PostgreSQL 15 and Redis on loopback); ${cpu.length} cores shared by all`,
-      `refresh: each of ${fmt(REFRESH_TABS)} registered tabs per tabwire side (node A's for the cluster; B holds none) asks again, in turn, with its cookie: POST /QuickLogin {serviceId:'', tab, mode:'text', purpose}; the bare route gets the same bytes on POST /bare; every tab asked ${(4).toFixed(0)} s before the first round (its request stored, uncounted)`,
+      `refresh: each of ${fmt(REFRESH_TABS)} registered tabs per tabwire side (node A's for the cluster; B holds none) asks again, in turn, with its cookie: POST /QuickLogin {serviceId:'', tab, mode:'text', purpose}; the bare route gets the same bytes on POST /bare; every tab asked through ${FIRST_PASS_MS / 1000} s before the first round (its request stored, uncounted)`,
       `load: closed loop, ${LOAD.connections} keep-alive connections, ${LOAD.warmupMs / 1000} s warm-up + ${LOAD.durationMs / 1000} s measured; ${ROUNDS} rounds, in turn: bare, embedded idle, embedded, cluster idle, cluster; an idle window: the same tabs connected, no refreshes, as long as a load window`,
       `idle check before the run: other processes used ${num(f.idleBefore, 0)}% of a core; load average at the end ${loadavg().map((v) => v.toFixed(1)).join(' ')}`,
     ],
