@@ -105,7 +105,7 @@ export function receivedBeyondIdle(run: RoutingRun, node: string): { pubsub: num
  * unreliable when node A, which holds the tabs, was not seen receiving the cross-node events either (then
  * they travel some way neither count sees).
  */
-export function routingBudget(run: RoutingRun, holder: string, other: string, unreliable: string | undefined): { lines: string[]; budget: BudgetCheck } {
+export function routingBudget(run: RoutingRun, holder: string, other: string): { lines: string[]; budget: BudgetCheck } {
   const a = receivedBeyondIdle(run, holder);
   const b = receivedBeyondIdle(run, other);
   const fmt = (n: number): string => n.toLocaleString('en-US');
@@ -124,7 +124,7 @@ export function routingBudget(run: RoutingRun, holder: string, other: string, un
     budget: {
       name: `a node holding none of a tab's connections receives none of its events (counted: ${other} while every event is for a tab on ${holder})`,
       met: decisive === 0,
-      unreliable: [blind, unreliable].filter(Boolean).join('; ') || undefined,
+      unreliable: blind,
       detail: `${other} received ${fmt(decisive)} (${b.metric === undefined ? 'pub/sub messages from Redis, all channels' : 'its received-counter'}; ${b.byChannel}); ${holder} ${fmt(holderSaw)} for ${fmt(run.crossNodeEvents)} cross-node and ${fmt(run.localEvents)} local events`,
     },
   };
