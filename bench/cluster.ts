@@ -35,6 +35,7 @@ import { qrLoad } from './lib/cluster/qr.js';
 import { pingRedis, startBenchRedis, type BenchRedis } from './lib/processes/redis.js';
 import { build } from './lib/cluster/report.js';
 import { IDLE_MS, LOGIN_WARMUP, LOGINS, MAX_RETRIES, NO_PERIODIC_BINDING_REFRESH, QR, QR_LIMITS, TABS, type QrRound, type Side } from './lib/cluster/settings.js';
+import { readRouting, routingDelta, type RoutingRun } from './lib/cluster/routing.js';
 import { holdTabs } from './lib/cluster/tabs.js';
 import { fetchOnce } from './lib/load/load.js';
 import { procCpuMicros } from './lib/measure/proc-cpu.js';
@@ -116,17 +117,30 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
     const meter = new Meter(probes, redis, pg, [portA, portB]);
     const held = await holdTabs(nodes, meter);
     // Idle: nothing but pings and the nodes' presence refreshes (and Redis PINGs from here, to see it stall).
+    const routedIdle0 = await readRouting(nodes);
     const closeIdle = await meter.open();
     const redisPing = await pingRedis(redis.url, IDLE_MS);
     const idle = await closeIdle();
+    const routedIdle = routingDelta(routedIdle0, await readRouting(nodes));
     // The binding refresh (every 150 s per node), once on node A, on its own.
     const closeRefresh = await meter.open();
     const refreshed = JSON.parse((await fetchOnce(portA, 'POST', '/__bench/binding-refresh')).body.toString()) as { ms: number; tabs: number };
     await sleep(500);
     const bindingRefresh = { ...refreshed, window: await closeRefresh() };
+    // From here to the end of the logins every event is for a tab on node A: node B should be sent none.
+    const routed0 = await readRouting(nodes);
+    const routedStart = performance.now();
     const deliver = await deliverMeasured(b, a, meter, quiet, nodes);
     const deliverLocal = await deliverMeasured(a, a, meter, quiet, nodes);
     const login = await logins(a, b, publicBaseUrl, signer, meter);
+    const routing: RoutingRun = {
+      crossNodeEvents: deliver.sent + login.logins,
+      localEvents: deliverLocal.sent,
+      ms: performance.now() - routedStart,
+      received: routingDelta(routed0, await readRouting(nodes)),
+      idleMs: idle.ms,
+      idle: routedIdle,
+    };
     const qr: QrRound[] = [];
     for (let r = 0; r < QR.rounds; r++) {
       qr.push(await qrLoad('1 cluster node (A)', [a, b], [{ port: portA, connections: QR.connections }], publicBaseUrl, meter));
@@ -160,6 +174,7 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
       deliver,
       deliverLocal,
       login,
+      routing,
       sameLoad,
       qr,
       closedByServer: closed,

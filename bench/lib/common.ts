@@ -111,7 +111,8 @@ export async function settledRss(server: ChildServer): Promise<{ rss: number; he
   let last = -1;
   let heap = { heapUsed: 0, external: 0, arrayBuffers: 0 };
   for (let round = 0; round < 4; round++) {
-    const r = await fetchOnce(server.port, 'POST', '/__bench/gc');
+    // Full collections of a heap holding ~20,000 tabs take seconds on a loaded 2-core machine.
+    const r = await fetchOnce(server.port, 'POST', '/__bench/gc', undefined, 60_000);
     expect(r.status === 200, `POST /__bench/gc answered ${r.status}: ${r.body.toString().slice(0, 200)}`);
     heap = JSON.parse(r.body.toString()) as typeof heap;
     await sleep(250);

@@ -10,6 +10,8 @@
  *                               time (ns) just before hub.deliver. Answers when the last one was handed over.
  *   POST /__bench/deliver-all   {prefix, tabs}: one event to every tab tabIdOf(prefix, i)
  *   GET  /__bench/redis-counts  cluster node: the commands this node sent to Redis so far, by kind (see below)
+ *   GET  /__bench/pubsub-received  cluster node: the pub/sub messages Redis delivered to this node so far, by
+ *                               channel (the node's key prefix left out, ids as `*`): plain, pattern and sharded
  *   POST /__bench/binding-refresh  what the node's binding-refresh timer does, once, now (tab bindings in the
  *                               store, handler TTLs in Redis); answers how long it took
  *   GET  /__bench/loop          event-loop delay (p99, max ms; 1 ms sampling) and GC pauses since the last call, then resets
@@ -29,7 +31,7 @@ import { dirname, join } from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';
 import { PerformanceObserver, monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Redis } from 'ioredis';
+import { Redis } from 'ioredis';
 import { buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config/load.js';
 import { refreshTabBindings } from '../../src/hub/binding-refresh.js';
@@ -83,6 +85,37 @@ function countRedisCommands(client: Redis, prefix: string): Map<string, number> 
     return send(command, stream);
   };
   return counts;
+}
+
+/**
+ * Counts every pub/sub message any Redis connection of this process receives, by channel: ioredis emits
+ * `messageBuffer`, `pmessageBuffer` and `smessageBuffer` for each (plain, pattern, sharded) whether or not
+ * anyone listens. Installed before the app opens its connections; it reads, never changes, what is emitted.
+ * So the benchmark counts what each node is sent, whichever channels the service subscribes to.
+ */
+function countPubsubMessages(): Map<string, number> {
+  const counts = new Map<string, number>();
+  const emit = Redis.prototype.emit;
+  const count = (channel: unknown): void => {
+    const name = String(channel);
+    counts.set(name, (counts.get(name) ?? 0) + 1);
+  };
+  Redis.prototype.emit = function (this: Redis, event: string | symbol, ...rest: unknown[]): boolean {
+    if (event === 'messageBuffer' || event === 'smessageBuffer') count(rest[0]);
+    else if (event === 'pmessageBuffer') count(rest[1]);
+    return emit.call(this, event, ...rest);
+  };
+  return counts;
+}
+const pubsubReceived = countPubsubMessages();
+
+/** A channel's name without the key prefix, its id-like parts (digits, long tokens) as `*`. */
+function channelFamily(channel: string, prefix: string): string {
+  const bare = channel.startsWith(prefix) ? channel.slice(prefix.length) : channel;
+  return bare
+    .split(':')
+    .map((part) => (/\d/.test(part) || part.length > 16 ? '*' : part))
+    .join(':');
 }
 
 await serveAsChild(async () => {
@@ -202,6 +235,14 @@ await serveAsChild(async () => {
     return out;
   });
   app.get('/__bench/redis-counts', async () => Object.fromEntries(redisCounts));
+  app.get('/__bench/pubsub-received', async () => {
+    const out: Record<string, number> = {};
+    for (const [channel, n] of pubsubReceived) {
+      const family = channelFamily(channel, redis?.prefix ?? '');
+      out[family] = (out[family] ?? 0) + n;
+    }
+    return out;
+  });
   app.get('/__bench/refreshes', async () => refreshes);
   // Sampled every 1 ms; a sample is the time between two timer runs, so 1 ms is "no delay".
   const loop = monitorEventLoopDelay({ resolution: 1 });

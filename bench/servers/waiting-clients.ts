@@ -17,7 +17,7 @@
  * connection included) until the last byte of the answer (of the PNG in `image` mode). Loopback only.
  *
  * Commands (driven over IPC by bench/lib/processes/channel-worker.ts):
- *   setup        {port, mode, periodMs, pingMs, poolSize, prefix}
+ *   setup        {port, mode, periodMs, pingMs, poolSize, prefix, localAddress?}
  *   open         {from, to, concurrency}: opens and registers tabs tabIdOf(prefix, i), i in [from, to)
  *   start        {}: every opened tab that is not refreshing yet starts; first requests spread evenly over periodMs
  *   drop         {count}: the last `count` tabs stop, send Unregister and close (1000), as a page that is left
@@ -49,7 +49,7 @@ serveWorker(
       if (state.setup) throw new Error('already set up');
       state.setup = a;
       state.origin = `http://127.0.0.1:${a.port}`;
-      state.pool = new Pool(a.port, a.poolSize);
+      state.pool = new Pool(a.port, a.poolSize, a.localAddress);
       return true;
     },
     async open(a: { from: number; to: number; concurrency: number }) {

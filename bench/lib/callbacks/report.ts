@@ -60,7 +60,7 @@ export function callbacksReport(run: CallbacksRun): BenchReport {
   ]);
   const budgets: BudgetCheck[] = [
     {
-      name: `outbox callbacks/s >= ${BUDGET_SHARE * 100}% of plain POSTs/s`,
+      name: `outbox callbacks/s >= ${BUDGET_SHARE * 100}% of plain POSTs/s in the same run`,
       met: share >= BUDGET_SHARE,
       unreliable: disturbed.length > 0 ? `other processes used > ${OTHER_CPU_LIMIT}% of a core in ${disturbed.length} round(s)` : undefined,
       detail:

@@ -21,8 +21,12 @@ export const KINDS = ['plain', 'outbox', 'storeless', 'enqueue'] as const;
  * signing requests at once as plain requests.
  */
 export const PLAIN_CONCURRENCY = 16;
-/** The budget: outbox callbacks/s at least this share of the plain POST rate. */
-export const BUDGET_SHARE = 0.5;
+/**
+ * The budget: outbox callbacks/s at least this share of the plain POST rate, same run. A durable,
+ * Ed25519-signed callback (settle + callback in one write, sign, POST, mark delivered) costs ~2.5x a plain
+ * POST's CPU while the receiver shares the two cores, so 0.4, not the 0.5 it was (docs/benchmarks.md#callbacks).
+ */
+export const BUDGET_SHARE = 0.4;
 /** A round whose callbacks are not all delivered by then fails the benchmark. */
 export const ROUND_TIMEOUT_MS = 60_000;
 

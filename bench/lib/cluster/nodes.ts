@@ -22,9 +22,12 @@ export async function connected(port: number): Promise<number> {
   return (JSON.parse((await fetchOnce(port, 'GET', '/__bench/stats')).body.toString()) as { hub: { connected: number } }).hub.connected;
 }
 
-/** Starts a node and its clients process, both checked for room for TABS open files, the clients pointed at the node. */
-export async function startNode(name: string, args: Record<string, unknown>, origin: string, prefix: string): Promise<NodeRig> {
-  const server = await startChild(name, new URL('../../servers/channel-tabwire.ts', import.meta.url), [JSON.stringify(args)], { nodeArgs: ['--expose-gc'], readyTimeoutMs: 60_000 });
+/**
+ * Starts a node and its clients process, both checked for room for TABS open files, the clients pointed at
+ * the node; `nodeArgs` are Node.js flags beside --expose-gc (the service's own, for CPU comparisons).
+ */
+export async function startNode(name: string, args: Record<string, unknown>, origin: string, prefix: string, nodeArgs: readonly string[] = []): Promise<NodeRig> {
+  const server = await startChild(name, new URL('../../servers/channel-tabwire.ts', import.meta.url), [JSON.stringify(args)], { nodeArgs: ['--expose-gc', ...nodeArgs], readyTimeoutMs: 60_000 });
   requireOpenFiles(`${name} (pid ${server.pid})`, openFilesLimit(server.pid), TABS + FD_MARGIN);
   const clients = await startWorker(`${name} clients`, new URL('../../servers/cluster-clients.ts', import.meta.url));
   requireOpenFiles(`${name} clients (pid ${clients.pid})`, clients.openFilesLimit, TABS + FD_MARGIN);

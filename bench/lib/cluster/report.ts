@@ -5,6 +5,7 @@
 import { loadavg } from 'node:os';
 import { OTHER_CPU_LIMIT, kib, machineLine, mib, openFilesLimit, revision, versionOf } from '../common.js';
 import { sumOf } from '../measure/counter-maps.js';
+import { routingBudget } from './routing.js';
 import { cpuPercent, mergeWindows, shortSql, sqlStatements, type Window } from './meter.js';
 import {
   BINDING_REFRESH_S,
@@ -131,6 +132,12 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
     `with ${fmt(TABS)} tabs on each cluster node (twice the embedded node's on the same cores): signature -> tab p99 ${ms(c.login.latency.p99)} vs ${ms(e.login.latency.p99)} ms = ${fullRatio.toFixed(2)}x; hub.deliver B -> A p99 ${ms(c.deliver.latency.p99)} vs ${ms(e.deliver.latency.p99)} ms = ${delRatio.toFixed(2)}x (no budget)`,
     `same-load logins: ${same.login.errors} errors, ${same.login.missing} missing${same.login.firstError ? ` (first: ${same.login.firstError})` : ''}`,
   );
+  if (c.routing) {
+    // A count, not a timing: other processes cannot disturb it.
+    const routed = routingBudget(c.routing, 'cluster node A', 'cluster node B');
+    sections.at(-1)!.lines.push(...routed.lines);
+    budgets.push(routed.budget);
+  }
   measurements.push(
     { key: 'cluster.signature.sameLoad.p99', label: 'signature -> tab, cluster, same tabs in all', rate: LOGIN_RATE, unit: 'login', count: same.login.latency.count, windowMs: same.login.window.ms, latencyMs: { p50: same.login.latency.p50, p99: same.login.latency.p99, max: same.login.latency.max }, otherCpuPercent: same.login.window.otherPercent },
     { key: 'cluster.signature.p99', label: 'signature -> tab, cluster', rate: LOGIN_RATE, unit: 'login', count: c.login.latency.count, windowMs: c.login.window.ms, latencyMs: { p50: c.login.latency.p50, p99: c.login.latency.p99, max: c.login.latency.max }, otherCpuPercent: c.login.window.otherPercent },

@@ -4,6 +4,7 @@
  */
 import type { MultiLoadResult } from '../load/multi-load.js';
 import type { Window } from './meter.js';
+import type { RoutingRun } from './routing.js';
 
 /** Tabs each node holds: ~20,000 open files per process here, minus sockets to the store, Redis, the load. */
 export const TABS = Number(process.env.BENCH_CLUSTER_TABS ?? 19_000);
@@ -116,6 +117,8 @@ export interface Side {
   login: LoginRun;
   /** Cluster: the logins again with the tabs per node cut to `tabsPerNode` (the embedded node's tabs in all). */
   sameLoad?: { tabsPerNode: number; login: LoginRun };
+  /** Cluster: what each node was sent while every event was for a tab on node A (bench/lib/cluster/routing.ts). */
+  routing?: RoutingRun;
   qr: QrRound[];
   closedByServer: number;
   nodeNames: string[];

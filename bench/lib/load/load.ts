@@ -150,6 +150,7 @@ export function fetchOnce(
   method: 'GET' | 'POST',
   path: string,
   body?: unknown,
+  timeoutMs = 10_000,
 ): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Buffer }> {
   const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
   return new Promise((resolve, reject) => {
@@ -168,7 +169,7 @@ export function fetchOnce(
         res.on('error', reject);
       },
     );
-    req.setTimeout(10_000, () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.setTimeout(timeoutMs, () => req.destroy(new Error(`${method} ${path} timed out`)));
     req.on('error', reject);
     req.end(payload);
   });

@@ -14,12 +14,20 @@ const OPEN_TIMEOUT_MS = 30_000;
  * Resolves once the server answered the Register, with the socket (errors from then on are the caller's to
  * watch for through `close`) and the `tabwire_sid=…` cookie; rejects (the socket terminated) otherwise.
  */
-export function openRegistered(o: { port: number; origin: string; tabId: string; headers?: Record<string, string> }): Promise<{ ws: WebSocket; cookie: string }> {
+export function openRegistered(o: {
+  port: number;
+  origin: string;
+  tabId: string;
+  headers?: Record<string, string>;
+  /** The loopback address the socket is opened from (127.0.0.1 by default): one address has ~28,000 ports to one server here. */
+  localAddress?: string;
+}): Promise<{ ws: WebSocket; cookie: string }> {
   return new Promise((resolve, reject) => {
     const ws = new WebSocket(`ws://127.0.0.1:${o.port}/ClientEventsWS`, 'ls', {
       perMessageDeflate: false,
       handshakeTimeout: OPEN_TIMEOUT_MS,
       headers: { Origin: o.origin, ...o.headers },
+      ...(o.localAddress === undefined ? {} : { localAddress: o.localAddress }),
     });
     let cookie: string | undefined;
     let settled = false;

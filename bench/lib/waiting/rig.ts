@@ -12,6 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, startChild, type ChildServer } from '../processes/child.js';
 import { openFilesLimit, rssBytes, startWorker, type Worker } from '../processes/channel-worker.js';
 import { fetchOnce } from '../load/load.js';
+import { raiseOpenFiles } from '../processes/open-files.js';
 import { machineBusyMicros, otherPercent } from '../measure/sysload.js';
 import { LoopOnItsOwnCore, allowedCpus, pin } from './cores.js';
 import { windowResult, type LoopReading, type WindowResult } from './window.js';
@@ -28,6 +29,11 @@ export { arrivalBunching, holds, type WindowResult } from './window.js';
 export const QR_LIMIT_ENV: Readonly<Record<string, string>> = {
   TABWIRE_QR_REQUESTS_PER_ADDRESS_PER_MINUTE: '10000000',
 };
+/**
+ * The server's open-file limit, raised to this when the benchmark runs as root (a process here may have
+ * ~20,000; the budget's 30,000 waiting pages need a socket each, plus the load processes' pools).
+ */
+const SERVER_OPEN_FILES = 65_536;
 /** Open files each process keeps beyond its sockets to the other side (SQLite, IPC, stdio, listen socket). */
 const FD_MARGIN = 200;
 /** WebSocket handshakes in flight while tabs are opened. */
@@ -87,6 +93,8 @@ export class WaitingRig {
     readonly sqliteFile: string,
     /** Tabs the server may hold (its open-file limit less the pools and a margin). */
     readonly serverCapacity: number,
+    /** Why the server's open-file limit could not be raised to SERVER_OPEN_FILES, if it could not. */
+    readonly openFilesRefused?: string,
   ) {
     this.ownCpus = allowedCpus(process.pid);
   }
@@ -103,8 +111,9 @@ export class WaitingRig {
     const server = await startChild('tabwire', new URL('../../servers/waiting-tabwire.ts', import.meta.url), [JSON.stringify({ port, sqliteFile, env: QR_LIMIT_ENV })], { nodeArgs });
     try {
       if (o.pin) pin(server.pid, oneCore ? '0' : '1');
-      const capacity = openFilesLimit(server.pid) - o.poolSize * maxLoadProcesses - FD_MARGIN;
-      const rig = new WaitingRig(server, o, sqliteFile, capacity);
+      const files = raiseOpenFiles(server.pid, SERVER_OPEN_FILES);
+      const capacity = files.limit - o.poolSize * maxLoadProcesses - FD_MARGIN;
+      const rig = new WaitingRig(server, o, sqliteFile, capacity, files.refused);
       if (o.pin) pin(process.pid, '1');
       if (o.pin && !oneCore) rig.loopCore = new LoopOnItsOwnCore(server.pid);
       return rig;
@@ -159,6 +168,8 @@ export class WaitingRig {
         pingMs: PING_MS,
         poolSize: this.o.poolSize,
         prefix: `wait${this.load.length}-`,
+        // One loopback address per load process: ~28,000 local ports from one address to the server's port.
+        localAddress: `127.0.0.${this.load.length + 1}`,
       });
     } catch (err) {
       await worker.stop();

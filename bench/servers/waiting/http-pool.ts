@@ -30,8 +30,9 @@ class PooledConnection {
   constructor(
     private readonly pool: Pool,
     port: number,
+    localAddress: string | undefined,
   ) {
-    this.socket = connect({ host: '127.0.0.1', port });
+    this.socket = connect({ host: '127.0.0.1', port, ...(localAddress === undefined ? {} : { localAddress }) });
     this.socket.setNoDelay(true);
     this.socket.on('data', (chunk: Buffer) => this.onData(chunk));
     this.socket.on('error', () => undefined);
@@ -97,8 +98,10 @@ export class Pool {
   constructor(
     private readonly port: number,
     size: number,
+    /** The loopback address the connections come from (the tabs' own, Setup.localAddress). */
+    private readonly localAddress?: string,
   ) {
-    for (let i = 0; i < size; i++) this.idle.push(new PooledConnection(this, port));
+    for (let i = 0; i < size; i++) this.idle.push(new PooledConnection(this, port, localAddress));
   }
 
   /** Sends on an idle connection, or queues until one is free. */
@@ -127,7 +130,7 @@ export class Pool {
   /** A connection died: a new one takes its place, unless the pool is closed. */
   replace(dead: PooledConnection): void {
     this.idle = this.idle.filter((c) => c !== dead);
-    if (!this.closed) this.release(new PooledConnection(this, this.port));
+    if (!this.closed) this.release(new PooledConnection(this, this.port, this.localAddress));
   }
 
   /** Starts a window's counts (`answers`, `maxQueue`) from 0. */

@@ -17,6 +17,12 @@ export interface Setup {
   pingMs: number;
   poolSize: number;
   prefix: string;
+  /**
+   * The loopback address this process's sockets come from (default 127.0.0.1). Connections from one
+   * address to one server port are bounded by the local port range (32768-60999 here, ~28,000), so
+   * each load process above that many tabs in all gets an address of its own (bench/lib/waiting/rig.ts).
+   */
+  localAddress?: string;
 }
 
 interface LoadState {

@@ -32,7 +32,7 @@ export interface Tab {
 /** Opens one tab: handshake (cookie from the 101), Register, and the server's CheckServerInstance back. */
 export async function openTab(s: Setup, n: number): Promise<Tab> {
   const id = tabIdOf(s.prefix, n);
-  const { ws, cookie } = await openRegistered({ port: s.port, origin: state.origin, tabId: id, headers: { 'User-Agent': USER_AGENT } });
+  const { ws, cookie } = await openRegistered({ port: s.port, origin: state.origin, tabId: id, headers: { 'User-Agent': USER_AGENT }, ...(s.localAddress === undefined ? {} : { localAddress: s.localAddress }) });
   const tab: Tab = { id, slot: -1, ws, cookie, post: qrRequest(s, id, cookie), running: false, leaving: false, since: 0, refresh: undefined, ping: undefined, leave: undefined };
   ws.on('close', () => {
     if (!tab.leaving && !state.stopping) {
