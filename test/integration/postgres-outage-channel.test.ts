@@ -210,7 +210,6 @@ describe('a PostgreSQL outage on the event channel', () => {
         ['QR request', () => post(held, '/QuickLogin', { mode: 'text', purpose: 'p', serviceId: '', tab: tab.tabId }, { cookie: tab.cookie })],
         ['QR request of a new tab', () => post(held, '/QuickLogin', { mode: 'text', purpose: 'p', serviceId: '', tab: randomUUID() }, { cookie: tab.cookie })],
         ['backend registration', () => post(held, '/QuickLogin', { service: 'http://127.0.0.1:9/cb', sessionId: 's-1' })],
-        ['QR image', () => get(held, `/QuickLogin/Qr/${code}.png`)],
         ['sign info', () => get(held, `/QuickLogin/Sign/${code}`, { accept: 'application/json' })],
         ['signature', () => post(held, `/QuickLogin/Sign/${code}`, { legalId: 'x', signature: 'AAAA', decision: 'approve' })],
         ['account creation', () => post(held, '/Agent/Account/Create', { userName: 'during', password: 'long enough password' })],
@@ -230,6 +229,12 @@ describe('a PostgreSQL outage on the event channel', () => {
       expectOutage(await get(held, '/readyz'), 'readiness');
       // What needs no store: liveness, the event script, metrics, the approval page (its script asks for the JSON above).
       for (const path of ['/healthz', '/Events.js', '/metrics']) expect((await get(held, path)).status, path).toBe(200);
+      // A refresh of a request this node stored before, and the PNG of its code, are derived without the store
+      // (docs/signing.md "Derived codes"): a waiting page keeps its QR code through the outage.
+      const refresh = await post(held, '/QuickLogin', { mode: 'text', purpose: 'issued before the sweep', serviceId: '', tab: tab.tabId }, { cookie: tab.cookie });
+      expect(refresh.status, 'QR refresh of a stored request').toBe(200);
+      expect(refresh.body.signUrl).not.toBe(signUrl);
+      expect((await get(held, `/QuickLogin/Qr/${code}.png`)).status, 'QR image').toBe(200);
       expect((await get(held, `/QuickLogin/Sign/${code}`, { accept: 'text/html' })).status).toBe(200);
     } finally {
       await server.up();

@@ -27,9 +27,10 @@ describe('a service on PostgreSQL', () => {
     await registered(service, tab.tabId);
     const qr = await post(service, '/QuickLogin', { mode: 'text', purpose: 'Log in on PostgreSQL', serviceId: '', tab: tab.tabId, agentApiTimeout: 1.5 }, { cookie: tab.cookie });
     expect(qr.status).toBe(200);
-    // Stored as the whole seconds the token will be issued for: PostgreSQL's integer column refuses 1.5.
-    expect((await service.store.codes.get(qr.body.signUrl.split('/').at(-1)))!.agentApiTimeout).toBe(1);
+    // The code becomes a row when the signing app first fetches it (docs/signing.md "Derived codes"), stored
+    // with the whole seconds the token will be issued for: PostgreSQL's integer columns refuse 1.5.
     const info = await fetchSignInfo(qr.body.signUrl);
+    expect((await service.store.codes.get(qr.body.signUrl.split('/').at(-1)))!.agentApiTimeout).toBe(1);
     expect(info.purpose).toBe('Log in on PostgreSQL');
     const answer = await postDecision(qr.body.signUrl, info, ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'approve');
     expect(answer.state).toBe('approved');

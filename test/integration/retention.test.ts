@@ -100,9 +100,19 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     await store.oidcEntries.upsert(oidc('old-code', 16 * MINUTE - 1));
     await store.oidcEntries.upsert(oidc('young-code', 20 * MINUTE));
 
+    // QR requests (derived codes' rows) go a minute after they expire: no code of theirs is valid by then.
+    const qrRequest = (id: number, expiresAt: number) => ({
+      id, kid: 'k', tabId: '', sessionHash: null, origin: null, purpose: 'p', propertyFilter: null, attachmentFilter: null,
+      serviceId: '', agentApiTimeout: null, scanSeconds: null, validityMs: 5 * MINUTE, createdAt: t0, expiresAt,
+    });
+    expect(await store.qrRequests.insertIfAbsent(qrRequest(1, t0 + 15 * MINUTE - 1))).toBe(true);
+    expect(await store.qrRequests.insertIfAbsent(qrRequest(2, t0 + 15 * MINUTE + 1))).toBe(true);
+
     clock.advance(6 * MINUTE); // t0+16 min
     const deleted = await service.app.tabwire.purge.run();
-    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, oidc: 1, tab_bindings: 0 });
+    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, oidc: 1, qr_requests: 1, tab_bindings: 0 });
+    expect(await store.qrRequests.get(1)).toBeUndefined();
+    expect(await store.qrRequests.get(2)).toBeDefined();
 
     expect(await store.codes.get(oldCode.code)).toBeUndefined();
     expect(await store.codes.get(youngCode.code)).toBeDefined();
@@ -116,9 +126,9 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     expect(await metric(service, 'tabwire_purged_total{kind="oidc"}')).toBe(1);
 
     // Running again deletes nothing more; later, the rest goes too.
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, oidc: 0, tab_bindings: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, oidc: 0, qr_requests: 0, tab_bindings: 0 });
     clock.advance(20 * MINUTE);
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, oidc: 1, tab_bindings: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, oidc: 1, qr_requests: 1, tab_bindings: 0 });
   }, 30_000);
 
   it('keeps what other features still need: a registration while codes issued under it may be signed, an approved code while its attachments are served', async () => {
