@@ -41,10 +41,19 @@ export function createMetrics() {
     help: 'XMPP events their tab could not take, stored for PopMessages instead',
     registers: [registry],
   });
+  const announcements = new Counter({
+    name: 'tabwire_event_announcements_total',
+    help: 'Event announcements the broker told this node, by whether the node holds the tab (held) or not (not_held: a tab it let go a moment ago)',
+    labelNames: ['tab'] as const,
+    registers: [registry],
+  });
+  const heldAnnouncements = announcements.labels({ tab: 'held' });
+  const unheldAnnouncements = announcements.labels({ tab: 'not_held' });
   const hubCounters: HubCounters = {
     delivered: () => delivered.inc(),
     dropped: (reason, n) => dropped.inc({ reason }, n),
     fellBack: (n) => fellBack.inc(n),
+    announced: (held) => (held ? heldAnnouncements : unheldAnnouncements).inc(),
   };
   return {
     registry,

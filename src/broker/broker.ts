@@ -36,8 +36,10 @@ export type DeliveryFallback = {
  */
 export interface Broker {
   /**
-   * Appends an event and announces it to the listeners of every node (`subscribe`), in one step: a caller
-   * never announces an event itself. With a `fallback` (an XMPP message) the event is appended only when
+   * Appends an event and announces it to the listeners of the nodes that have the tab connected (`hold`
+   * with a connected time ahead; `subscribe`), in one step: a caller never announces an event itself. A node
+   * without a connection of the tab hears nothing of it; a node that is about to serve a connection holds the
+   * tab connected first and then reads the stream, so each event is in what it reads or announced to it. With a `fallback` (an XMPP message) the event is appended only when
    * some node has the tab connected, checked atomically with the append; otherwise the broker neither
    * appends nor announces it and `frame` is undefined: the caller stores the message. `unsent` holds
    * fallbacks of older events the bounds pushed out before anyone got them.
@@ -52,8 +54,9 @@ export interface Broker {
    */
   publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key?: string): Promise<PublishOutcome>;
   /**
-   * Calls `listener` with every event appended to any tab's stream, by any node (its own included), once
-   * per publish. Guarantees: at-most-once (a networked broker keeps nothing for a node that was away:
+   * Calls `listener` with every event appended to the stream of a tab this node has connected (as its last
+   * `hold` said), by any node (its own included), once per publish; a broker of one node (memory) tells it
+   * every event. It may also tell events of a tab this node let go a moment ago (the listener checks). Guarantees: at-most-once (a networked broker keeps nothing for a node that was away:
    * `onResume`); one tab's announcements arrive in append order; a listener that throws affects neither
    * the publisher nor the other listeners. Listeners run asynchronously, never inside `publish`. Returns
    * a function that removes the listener.
@@ -91,7 +94,9 @@ export interface Broker {
   hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }>;
   /**
    * `hold` for many tabs at once (the node's rolling re-hold that keeps its tabs' streams within
-   * `keepAliveMs`, or all of them after a lapse); returns the tabs whose stream had been lost.
+   * `keepAliveMs`, or all of them after a lapse); returns the tabs whose stream had been lost. Unlike
+   * `hold` it never moves a node's connected time back (its times may be read before a `hold` of a new
+   * connection lands): only `hold` says a tab is no longer connected there.
    */
   refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]>;
   /**
@@ -147,7 +152,7 @@ export interface PublishOutcome {
   duplicate?: boolean;
 }
 
-/** An event appended to a tab's stream, as `subscribe` tells it to every node. */
+/** An event appended to a tab's stream, as `subscribe` tells it to the nodes that hold the tab. */
 export interface Announcement {
   to: TabAddress;
   /** The event with its id, as a connection is written it. */

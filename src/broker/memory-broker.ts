@@ -127,13 +127,18 @@ export class MemoryBroker implements Broker {
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
+    return this.holdAt(to, node, connectedUntil, now, false);
+  }
+
+  /** `hold`; `keepLater`: a later connected time the node gave before stays (`refresh`). */
+  private holdAt(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): { created: boolean; epoch: number } {
     const key = addressKey(to);
     const existing = this.live(key, now);
     const stream = existing ?? this.create(key, now);
     stream.touched = now;
     if (!this.nodes.has(node)) this.nodes.set(node, now + this.bounds.presenceTtlMs);
     const holder = stream.holders.find((h) => h.node === node);
-    if (holder) holder.connectedUntil = connectedUntil;
+    if (holder) holder.connectedUntil = keepLater ? Math.max(holder.connectedUntil, connectedUntil) : connectedUntil;
     // A literal when it is the first: push onto an empty array reserves room for 16 (~120 B more per idle tab).
     else if (stream.holders.length === 0) stream.holders = [{ node, connectedUntil }];
     else stream.holders.push({ node, connectedUntil });
@@ -148,7 +153,7 @@ export class MemoryBroker implements Broker {
 
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
     const lost: TabAddress[] = [];
-    for (const { to, connectedUntil } of tabs) if ((await this.hold(to, node, connectedUntil, now)).created) lost.push(to);
+    for (const { to, connectedUntil } of tabs) if (this.holdAt(to, node, connectedUntil, now, true).created) lost.push(to);
     return lost;
   }
 

@@ -77,18 +77,28 @@ end
 `;
 
 /**
- * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channel announcement key.
- * The script that appends the event announces it on `channel` as `<id>:<announcement>` (redis-broker.ts
- * reads it back): one round trip instead of two on every event's path (docs/redis.md "Event streams"). The
- * id is printed with '%.0f' (exact below 2^53; ids are about 1.8e15) because Lua prints large numbers in
- * exponent form. An XMPP event that finds no connected node: the script neither appends nor announces it.
+ * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key.
+ * The script that appends the event announces it as `<id>:<announcement>` (redis-broker.ts reads it back) on
+ * the channel of each node that has the tab connected (`channelPrefix` + node: one PUBLISH per entry of `p`
+ * whose connected time is ahead), in the same step as the append: one round trip instead of two on every
+ * event's path, and no other node hears it (docs/redis.md "Event streams"). A node writes its entry, connected,
+ * before it reads the stream for a new connection (`twHold`), so an event is either in what it reads or
+ * announced to it. Entries of nodes that died are announced to until `holders` prunes them: a PUBLISH nobody
+ * listens to costs Redis next to nothing, and a node whose heartbeat is late but that lives on keeps hearing
+ * its tabs. The id is printed with '%.0f' (exact below 2^53; ids are about
+ * 1.8e15) because Lua prints large numbers in exponent form. An XMPP event that finds no connected node: the
+ * script neither appends nor announces it.
  * A `key` already in `k` for this epoch answers that entry (reply[1] = 2) and appends nothing: a publish
  * whose answer timed out may have run, and its retry must not run again (docs/redis.md "Outages").
  */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
 local function announce(epoch, off)
-  redis.call('PUBLISH', ARGV[8], string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9])
+  local payload = string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9]
+  local all = redis.call('HGETALL', KEYS[3])
+  for i = 1, #all, 2 do
+    if tonumber(all[i + 1]) > now then redis.call('PUBLISH', ARGV[8] .. all[i], payload) end
+  end
 end
 if ARGV[10] ~= '' then
   local earlier = redis.call('HGET', KEYS[5], ARGV[10])
@@ -175,11 +185,18 @@ end
 for _, e in ipairs(out) do redis.call('LREM', KEYS[2], 1, e) end
 return out`;
 
-/** KEYS m ev p nodes; ARGV now epoch node connectedUntil aliveUntil ttl */
+/**
+ * KEYS m ev p nodes; ARGV now epoch node connectedUntil aliveUntil ttl keepLater. `keepLater` '1' (the
+ * periodic re-hold): a later connected time already there stays. The re-hold reads a tab's connected time
+ * before its pipeline runs, on a connection of its own, so it may land after the `twHold` of a connection
+ * that attached meanwhile; lowering that entry would stop the tab's announcements to its node (only the
+ * node's own detach, on its command connection in order with its attaches, lowers it).
+ */
 const HOLD = `${LIB}
 local created = create(KEYS[1], ARGV[2])
 redis.call('HSET', KEYS[1], 't', ARGV[1])
-redis.call('HSET', KEYS[3], ARGV[3], ARGV[4])
+local current = redis.call('HGET', KEYS[3], ARGV[3])
+if not (ARGV[7] == '1' and current and tonumber(current) >= tonumber(ARGV[4])) then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
 -- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
 redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[3])
 extend(ARGV[6])

@@ -20,8 +20,14 @@ import {
 import { Listeners } from '../listeners.js';
 import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
 
-/** The channel the append script announces every event on, and every node's broker listens to (prefixed, docs/redis.md "Keys"). */
-export const EVENTS_CHANNEL = 'events';
+/**
+ * Announcements to a node go on `events:<node>` (prefixed, docs/redis.md "Keys"): the append script publishes
+ * each event on the channel of every node that holds its tab, and each node's broker listens on its own.
+ */
+export const EVENTS_CHANNEL_PREFIX = 'events:';
+
+/** The channel of `node`'s announcements (unprefixed). */
+export const eventsChannel = (node: string): string => `${EVENTS_CHANNEL_PREFIX}${node}`;
 
 /** Hold scripts sent at once by `refresh`; Redis runs one slice (~18 µs a script) before it turns to other clients' commands. */
 const REFRESH_SLICE = 100;
@@ -56,7 +62,7 @@ interface AnnouncementBody {
 }
 
 /**
- * An announcement on EVENTS_CHANNEL is `<id>:<json>`: the script puts the id it gave (decimal digits) before
+ * An announcement on a node's events channel is `<id>:<json>`: the script puts the id it gave (decimal digits) before
  * the JSON the publisher wrote, so neither side edits the other's text and this file alone reads and writes it.
  */
 const announcementBody = (to: TabAddress, event: TabEvent, awaiting: boolean): string =>
@@ -74,6 +80,8 @@ const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
   raws.map((raw) => parseEntry(String(raw), 0).fallback).filter((f): f is DeliveryFallback => f !== undefined);
 
 export interface RedisBrokerOptions {
+  /** This node's name in the tabs' presence (the hub's `node`): the broker hears the announcements addressed to it. */
+  node: string;
   /** A second command connection for the periodic presence refresh (see `refresh`). */
   refreshConnection?: Redis;
   /** Receives unreadable announcements and listeners' exceptions. */
@@ -83,8 +91,8 @@ export interface RedisBrokerOptions {
 /**
  * The broker of a cluster, in Redis (docs/redis.md "Event streams"; semantics: docs/events.md "Event
  * streams"): every change is one Lua script of redis-broker-scripts.ts, whose comment gives the keys. The
- * append script announces each event on EVENTS_CHANNEL, and every node's broker listens there through its
- * connection's subscriber: at-most-once (pub/sub keeps nothing for a subscriber that is away; `onResume`
+ * append script announces each event on the channel of each node that holds its tab (`eventsChannel`), and
+ * each node's broker listens on its own through its connection's subscriber: at-most-once (pub/sub keeps nothing for a subscriber that is away; `onResume`
  * says when it is back), in append order per tab (Redis runs one script at a time and forwards messages in
  * the order they were published).
  */
@@ -94,7 +102,8 @@ export class RedisBroker implements Broker {
   private readonly ttl: number;
   private readonly nodes: string;
   private readonly prefix: string;
-  private readonly channel: string;
+  /** Where the script announces to a holder: the prefixed channel name before the node's name. */
+  private readonly channelPrefix: string;
   private readonly refreshConnection: Redis | undefined;
   private readonly log: Pick<Logger, 'error' | 'warn'>;
   private readonly listeners: Listeners<Announcement>;
@@ -106,7 +115,7 @@ export class RedisBroker implements Broker {
     options: RedisBrokerOptions,
   ) {
     this.prefix = connection.prefix;
-    this.channel = connection.channel(EVENTS_CHANNEL);
+    this.channelPrefix = connection.channel(EVENTS_CHANNEL_PREFIX);
     this.refreshConnection = options.refreshConnection;
     this.log = options.log;
     this.listeners = new Listeners('broker listener', options.log);
@@ -118,12 +127,13 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * A node's broker on `connection` (its keys and channel under the connection's prefix), subscribed to
-   * EVENTS_CHANNEL before it is returned (or, while Redis is down, as soon as it is back: connection.subscribe).
+   * A node's broker on `connection` (its keys and channels under the connection's prefix), subscribed to its
+   * node's events channel before it is returned (or, while Redis is down, as soon as it is back:
+   * connection.subscribe), so it hears every event of a tab from the moment the node holds it.
    */
   static async open(connection: RedisConnection, bounds: BrokerBounds, options: RedisBrokerOptions): Promise<RedisBroker> {
     const broker = new RedisBroker(connection, bounds, options);
-    broker.unsubscribe = await connection.subscribe(EVENTS_CHANNEL, (payload) => broker.receive(payload));
+    broker.unsubscribe = await connection.subscribe(eventsChannel(options.node), (payload) => broker.receive(payload));
     return broker;
   }
 
@@ -134,7 +144,7 @@ export class RedisBroker implements Broker {
     const reply = await this.redis.twPublish(
       m, ev, p, this.nodes, k,
       now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}${key}:${body}`,
-      this.channel, announcementBody(to, event, fallback !== undefined), key,
+      this.channelPrefix, announcementBody(to, event, fallback !== undefined), key,
     );
     const answer = Number(reply[0]);
     if (answer === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
@@ -190,7 +200,7 @@ export class RedisBroker implements Broker {
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
-    const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now));
+    const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now, false));
     return { created: Number(reply[0]) === 1, epoch: Number(reply[1]) };
   }
 
@@ -211,7 +221,7 @@ export class RedisBroker implements Broker {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
       const slice = tabs.slice(i, i + REFRESH_SLICE);
       const pipeline = redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
-      for (const { to, connectedUntil } of slice) void pipeline.twHold(...this.holdArgs(to, node, connectedUntil, now));
+      for (const { to, connectedUntil } of slice) void pipeline.twHold(...this.holdArgs(to, node, connectedUntil, now, true));
       const results = (await pipeline.exec()) ?? [];
       results.forEach(([err, reply], n) => {
         if (err) throw err;
@@ -254,10 +264,10 @@ export class RedisBroker implements Broker {
     this.listeners.tell(announcement);
   }
 
-  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number): [string, string, string, string, ...(string | number)[]] {
+  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): [string, string, string, string, ...(string | number)[]] {
     const [m, ev, p] = this.keys(to);
     const until = Math.floor(Math.min(connectedUntil, Number.MAX_SAFE_INTEGER));
-    return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0)];
+    return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0];
   }
 
   private keys(to: TabAddress): [string, string, string, string] {

@@ -8,7 +8,7 @@ export type BusMessage = XmppSendRequest | XmppSendAnswer;
 
 /**
  * An outbound XMPP message from a node without the XMPP server connection, for the node that holds it
- * (docs/redis.md "XMPP component"). Every node receives it; only the holder acts.
+ * (docs/redis.md "XMPP component"): addressed to the lease's holder, as the asking node read it.
  */
 export interface XmppSendRequest {
   kind: 'xmpp-send';
@@ -30,13 +30,14 @@ export interface XmppSendAnswer {
 export type BusHandler = (message: BusMessage) => void;
 
 /**
- * Carries requests between nodes (docs/redis.md "The bus") to every subscriber, on every node.
- * Guarantees: at-most-once per subscriber; messages published by one publisher reach a
- * subscriber in publish order; a subscriber that throws affects neither the publisher nor the
- * other subscribers.
+ * Carries requests between nodes (docs/redis.md "The bus"), each to one node: every subscriber on the node
+ * it is addressed to, and no other node. Guarantees: at-most-once per subscriber; messages published by one
+ * publisher to one node reach a subscriber there in publish order; a subscriber that throws affects neither
+ * the publisher nor the other subscribers. A message to a node that is gone reaches nobody.
  */
 export interface Bus {
-  publish(message: BusMessage): Promise<void>;
+  /** Sends `message` to the node named `to` (its node id; the bus of one node takes every message itself). */
+  publish(to: string, message: BusMessage): Promise<void>;
   /** Returns a function that removes the subscription. */
   subscribe(handler: BusHandler): () => void;
   close(): Promise<void>;

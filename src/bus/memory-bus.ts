@@ -3,7 +3,7 @@ import { Listeners } from '../listeners.js';
 import type { Bus, BusHandler, BusMessage } from './bus.js';
 
 /**
- * The single-node bus: loops messages back in-process. Handlers run in a microtask, so a publisher
+ * The single-node bus: loops every message back in-process, whatever node it names (there is one). Handlers run in a microtask, so a publisher
  * never re-enters a subscriber synchronously (the same shape of asynchrony as a networked bus).
  */
 export class MemoryBus implements Bus {
@@ -14,7 +14,7 @@ export class MemoryBus implements Bus {
     this.handlers = new Listeners('bus subscriber', log);
   }
 
-  async publish(message: BusMessage): Promise<void> {
+  async publish(_to: string, message: BusMessage): Promise<void> {
     this.handlers.tellSoon(message);
   }
 

@@ -3,16 +3,20 @@ import { Listeners } from '../listeners.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { Bus, BusHandler, BusMessage } from './bus.js';
 
-/** The channel every node publishes to and subscribes to (prefixed, docs/redis.md "Keys"). */
-export const BUS_CHANNEL = 'bus';
+/** A node's bus channel is `bus:<node>` (prefixed, docs/redis.md "Keys"): messages addressed to it, and only those. */
+export const BUS_CHANNEL_PREFIX = 'bus:';
+
+/** The channel of the messages addressed to `node` (unprefixed). */
+export const busChannel = (node: string): string => `${BUS_CHANNEL_PREFIX}${node}`;
 
 /**
- * The cluster bus over Redis pub/sub: every message reaches every subscribed node, this one included.
- * Guarantees, as the Bus contract says: at-most-once (pub/sub keeps nothing for a subscriber that is
- * disconnected); a publisher's messages arrive in publish order (one command connection per node, and
- * Redis forwards a connection's PUBLISHes in order); a subscriber that throws affects nobody. After a
- * reconnect the channel is subscribed again (redis/connection.ts). A publish while Redis is down is
- * queued and sent on reconnect, or rejected within the command timeout.
+ * The cluster bus over Redis pub/sub: each node subscribes to its own channel, and a message is published on
+ * the channel of the node it is addressed to, so no other node receives or parses it. Guarantees, as the Bus
+ * contract says: at-most-once (pub/sub keeps nothing for a subscriber that is disconnected); a publisher's
+ * messages to one node arrive in publish order (one command connection per node, and Redis forwards a
+ * connection's PUBLISHes in order); a subscriber that throws affects nobody. After a reconnect the channel is
+ * subscribed again (redis/connection.ts). A publish while Redis is down is queued and sent on reconnect, or
+ * rejected within the command timeout.
  */
 export class RedisBus implements Bus {
   private readonly handlers: Listeners<BusMessage>;
@@ -25,15 +29,15 @@ export class RedisBus implements Bus {
     this.handlers = new Listeners('bus subscriber', log);
   }
 
-  /** Subscribes the node to the bus channel; resolves once Redis confirmed (or, while Redis is down, at once: see connection.subscribe). */
-  static async open(redis: RedisConnection, log: Pick<Logger, 'error' | 'warn'>): Promise<RedisBus> {
+  /** Subscribes `node` to its bus channel; resolves once Redis confirmed (or, while Redis is down, at once: see connection.subscribe). */
+  static async open(redis: RedisConnection, node: string, log: Pick<Logger, 'error' | 'warn'>): Promise<RedisBus> {
     const bus = new RedisBus(redis, log);
-    bus.unsubscribe = await redis.subscribe(BUS_CHANNEL, (payload) => bus.receive(payload));
+    bus.unsubscribe = await redis.subscribe(busChannel(node), (payload) => bus.receive(payload));
     return bus;
   }
 
-  async publish(message: BusMessage): Promise<void> {
-    await this.redis.client.publish(this.redis.channel(BUS_CHANNEL), JSON.stringify(message));
+  async publish(to: string, message: BusMessage): Promise<void> {
+    await this.redis.client.publish(this.redis.channel(busChannel(to)), JSON.stringify(message));
   }
 
   subscribe(handler: BusHandler): () => void {

@@ -13,6 +13,11 @@ export interface HubCounters {
   dropped(reason: DropReason, n: number): void;
   /** Events handed to their fallback (stored for PopMessages) instead of being dropped. */
   fellBack(n: number): void;
+  /**
+   * The broker told this node of an event: for a tab it holds (`held`), or for one it does not (a tab it
+   * let go a moment ago; with routing by presence nearly never).
+   */
+  announced?(held: boolean): void;
 }
 
 /** What the hub calls: the broker, time, its log, and the hooks it tells of what happened to events and tabs. */

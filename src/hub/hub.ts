@@ -24,8 +24,8 @@ const DEFAULT_MESSAGE_CONFIRM_MS = 10_000;
 
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
- * streams (broker.ts); `deliver` publishes there, the broker announces the new event to every node with
- * its append, and every node holding a connection of the tab writes it. One node and a cluster run the same path. Tabs are
+ * streams (broker.ts); `deliver` publishes there, the broker announces the new event with its append to the
+ * nodes that hold the tab, and each of them with a connection of the tab writes it. One node and a cluster run the same path. Tabs are
  * kept per address (tab id and session), so an event only ever reaches the session it was addressed
  * to (docs/events.md).
  */
@@ -74,9 +74,12 @@ export class Hub implements Delivery {
       awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
     });
     this.unsubscribe = deps.broker.subscribe((announcement) => this.onAnnouncement(announcement));
-    // Announcements missed while the broker's subscription was away are not lost: open connections read their streams again.
+    // Announcements missed while the broker's subscription was away are not lost: open connections read their
+    // streams again. A broker that was away may have lost its state, and with it whom to announce to: the
+    // heartbeat goes now rather than at its time, so a lost presence is held again (and read) at once.
     this.stopResume = deps.broker.onResume(() => {
-      for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
+      this.catchUpOpen();
+      this.refresh().catch((err: unknown) => deps.log.warn({ err }, 'presence heartbeat after a resubscription failed'));
     });
     this.retry = new PublishRetry(
       {
@@ -98,6 +101,9 @@ export class Hub implements Delivery {
           if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
           this.deps.onStreamLost?.(address);
         },
+        // The broker may have let this node's tabs go (a late heartbeat, Redis lost its state): it announced
+        // their events to nobody here until they were held again, so open connections read their streams.
+        onReheld: () => this.catchUpOpen(),
       },
       {
         node: settings.node,
@@ -143,7 +149,7 @@ export class Hub implements Delivery {
       this.fallBack([fallback!]);
       return false;
     }
-    // The broker tells every node of it (a duplicate again too); each node holding the tab writes it from there.
+    // The broker tells the nodes that hold the tab of it (a duplicate again too); each writes it from there.
     if (!outcome.duplicate) this.deps.counters?.delivered();
     return true;
   }
@@ -392,8 +398,14 @@ export class Hub implements Delivery {
 
   private onAnnouncement({ to, frame, awaiting }: Announcement): void {
     const tab = this.tabs.get(to);
+    this.deps.counters?.announced?.(tab !== undefined);
     if (!tab || !hasOpen(tab)) return;
     void this.serially(tab, () => this.writer.writeNew(tab, frame, awaiting));
+  }
+
+  /** Every open connection here reads its tab's stream after its cursor (announcements may have been missed). */
+  private catchUpOpen(): void {
+    for (const tab of this.tabs.values()) if (hasOpen(tab)) void this.serially(tab, () => this.writer.catchUpAll(tab));
   }
 
   /** Runs `work` after the tab's earlier work; a failure is logged, never passed on to later work. */

@@ -20,6 +20,11 @@ export interface PresenceKeeperDeps {
   count: () => number;
   /** The broker had lost the stream of a held tab (made again now): catch its connections up, derive results again. */
   onLost: (address: TabAddress) => void;
+  /**
+   * Every tab was held again because the broker may have let them go: meanwhile it announced their events to
+   * no node (it announces to the holders it knows), so what depends on announcements reads the streams.
+   */
+  onReheld?: () => void;
 }
 
 /** The node's name and the presence periods. */
@@ -79,7 +84,9 @@ export class PresenceKeeper {
     const lapsed = this.lastBeat === undefined || now - this.lastBeat >= this.settings.presenceTtlMs || generation !== this.generation;
     this.generation = generation;
     this.lastBeat = now;
-    if (lapsed) await this.hold(this.take(this.deps.held(), Infinity));
+    if (!lapsed) return;
+    await this.hold(this.take(this.deps.held(), Infinity));
+    this.deps.onReheld?.();
   }
 
   private async rollNow(): Promise<void> {

@@ -84,18 +84,18 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   const nodeId = randomUUID();
   const store = deps.store ?? (await openStore(config, log.child({ module: 'store' })));
   const redis = config.redisUrl === undefined ? undefined : connectRedis(config.redisUrl, log, { prefix: config.redisKeyPrefix });
-  const bus = deps.bus ?? (await createBus(redis, log));
+  const bus = deps.bus ?? (await createBus(redis, nodeId, log));
   const clustered = deps.broker !== undefined || redis !== undefined;
   const presenceTtlMs = clustered ? PRESENCE_TTL_MS : SINGLE_NODE_PRESENCE_MS;
   const bounds = brokerBounds(config, presenceTtlMs);
   // The presence refresh has a connection of its own, so the node's events never queue behind it. The
-  // broker announces each event itself (on Redis: in the script that appends it) and listens through the
-  // connection's subscriber, subscribed before the node serves.
+  // broker announces each event itself (on Redis: in the script that appends it, to the nodes that hold the
+  // tab) and listens on this node's channel through the connection's subscriber, subscribed before the node serves.
   const brokerLog = log.child({ module: 'broker' });
   const broker =
     deps.broker ??
     (redis
-      ? await RedisBroker.open(redis, bounds, { refreshConnection: redis.duplicate('presence'), log: brokerLog })
+      ? await RedisBroker.open(redis, bounds, { node: nodeId, refreshConnection: redis.duplicate('presence'), log: brokerLog })
       : new MemoryBroker(bounds, brokerLog));
   return {
     store,
@@ -118,10 +118,10 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   };
 }
 
-/** The bus: in-process without Redis, Redis pub/sub with it (subscribed before it is returned). */
-export async function createBus(redis: RedisConnection | undefined, log: Logger): Promise<Bus> {
+/** The bus: in-process without Redis, Redis pub/sub with it (`node`'s channel, subscribed before it is returned). */
+export async function createBus(redis: RedisConnection | undefined, node: string, log: Logger): Promise<Bus> {
   const busLog = log.child({ module: 'bus' });
-  return redis ? RedisBus.open(redis, busLog) : new MemoryBus(busLog);
+  return redis ? RedisBus.open(redis, node, busLog) : new MemoryBus(busLog);
 }
 
 /** Leases held by `nodeId`: in Redis for a cluster; without Redis in a table of this process (one node always holds them). */

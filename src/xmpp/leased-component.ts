@@ -37,8 +37,10 @@ export interface LeasedXmppOptions {
  * of a lease connects; when it loses the lease it disconnects, and when it dies another node takes the
  * lease after its TTL and connects. Inbound stanzas arrive on the holder, whose router delivers them to
  * tabs on any node (through Delivery). Outbound messages from any node travel over the bus to the
- * holder (`xmpp-send`), which answers (`xmpp-sent`); with no holder, or no answer within the relay
- * timeout, a send fails as it does on one node whose component is down (XmppOfflineError → 503).
+ * holder the lease names (`xmpp-send`, to that node only), which answers to the asking node (`xmpp-sent`);
+ * a node that no longer holds the lease answers `offline` at once; with no holder, or no answer within the
+ * relay timeout (the holder died), a send fails as it does on one node whose component is down
+ * (XmppOfflineError → 503).
  * On one node (a memory lease) the node always holds the lease and nothing travels over the bus.
  */
 export class LeasedXmppComponent implements XmppLink {
@@ -97,7 +99,7 @@ export class LeasedXmppComponent implements XmppLink {
     if (this.holding) return this.#o.component.send(message);
     const hold = await this.#o.lease.current().catch(() => undefined);
     if (!hold) throw new XmppOfflineError('No node holds the XMPP server connection');
-    const outcome = await this.#relay(message);
+    const outcome = await this.#relay(hold.holder, message);
     if (outcome === 'offline') throw new XmppOfflineError();
     if (outcome === 'failed') throw new Error('the node holding the XMPP server connection could not send the message');
   }
@@ -107,7 +109,7 @@ export class LeasedXmppComponent implements XmppLink {
     return this.#o.component.bounce(original, condition);
   }
 
-  async #relay(message: OutboundMessage): Promise<XmppSendAnswer['outcome']> {
+  async #relay(holder: string, message: OutboundMessage): Promise<XmppSendAnswer['outcome']> {
     const requestId = randomUUID();
     const answered = new Promise<XmppSendAnswer['outcome']>((resolve) => {
       const timer = setTimeout(() => settle('offline'), this.#o.relayTimeoutMs ?? RELAY_TIMEOUT_MS);
@@ -119,7 +121,7 @@ export class LeasedXmppComponent implements XmppLink {
       this.#pending.set(requestId, settle);
     });
     try {
-      await this.#o.bus.publish({ kind: 'xmpp-send', requestId, replyTo: this.#o.nodeId, message });
+      await this.#o.bus.publish(holder, { kind: 'xmpp-send', requestId, replyTo: this.#o.nodeId, message });
     } catch (err) {
       this.#pending.get(requestId)?.('offline');
       this.#log.warn({ err }, 'relaying an XMPP message over the bus failed');
@@ -130,7 +132,9 @@ export class LeasedXmppComponent implements XmppLink {
   #onBus(message: BusMessage): void {
     switch (message.kind) {
       case 'xmpp-send':
+        // Addressed to this node as the lease's holder; one that lost the lease since says so at once.
         if (this.holding) void this.#sendFor(message.requestId, message.replyTo, message.message);
+        else void this.#answer(message.requestId, message.replyTo, 'offline');
         return;
       case 'xmpp-sent':
         if (message.to === this.#o.nodeId) this.#pending.get(message.requestId)?.(message.outcome);
@@ -147,7 +151,11 @@ export class LeasedXmppComponent implements XmppLink {
       outcome = err instanceof XmppOfflineError ? 'offline' : 'failed';
       if (outcome === 'failed') this.#log.warn({ err, to: message.to }, 'sending a relayed XMPP message failed');
     }
-    await this.#o.bus.publish({ kind: 'xmpp-sent', requestId, to: replyTo, outcome }).catch((err: unknown) => {
+    await this.#answer(requestId, replyTo, outcome);
+  }
+
+  async #answer(requestId: string, replyTo: string, outcome: XmppSendAnswer['outcome']): Promise<void> {
+    await this.#o.bus.publish(replyTo, { kind: 'xmpp-sent', requestId, to: replyTo, outcome }).catch((err: unknown) => {
       this.#log.warn({ err }, 'answering a relayed XMPP send failed');
     });
   }

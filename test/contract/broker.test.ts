@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Announcement, Broker, BrokerBounds } from '../../src/broker/broker.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
-import { EVENTS_CHANNEL, RedisBroker } from '../../src/broker/redis-broker.js';
+import { eventsChannel, RedisBroker } from '../../src/broker/redis-broker.js';
 import type { DeliveryFallback } from '../../src/broker/broker.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
@@ -37,10 +37,10 @@ afterAll(async () => {
 });
 
 /** A node's Redis broker on this file's own server under `prefix` (nodes of one cluster share it). */
-async function redisNode(prefix: string, options: BrokerBounds = bounds): Promise<{ broker: RedisBroker; connection: RedisConnection }> {
+async function redisNode(prefix: string, options: BrokerBounds = bounds, node = 'node-1'): Promise<{ broker: RedisBroker; connection: RedisConnection }> {
   const connection = testConnection(redis.url, prefix);
   redisConnections.push(connection);
-  return { broker: await RedisBroker.open(connection, options, { log: silent }), connection };
+  return { broker: await RedisBroker.open(connection, options, { node, log: silent }), connection };
 }
 
 const backends = stateBackends<Promise<Broker>, BrokerBounds>('broker', {
@@ -48,7 +48,7 @@ const backends = stateBackends<Promise<Broker>, BrokerBounds>('broker', {
     const broker = new MemoryBroker(options, silent);
     return async () => broker;
   },
-  redis: (connection, _nodeId, options) => RedisBroker.open(connection, options, { log: silent }),
+  redis: (connection, nodeId, options) => RedisBroker.open(connection, options, { node: nodeId, log: silent }),
 });
 
 /** What `listen` heard, as the hub is told it: address, id, type, data and whether it awaits a confirmation. */
@@ -318,8 +318,12 @@ describe.each(backends)('broker contract: $name', (backend) => {
   });
 
   describe('announcements', () => {
-    /** Listens on `node` until the test ends; `heard` in arrival order. */
-    const listen = (node: Broker) => {
+    /**
+     * Listens on `node` (named `name`) until the test ends, `heard` in arrival order; the node holds `tabs`
+     * and B (`settled`'s marker), as a node with a connection of them does.
+     */
+    const listen = async (node: Broker, name: string, ...tabs: TabAddress[]) => {
+      for (const tab of [B, ...tabs]) await node.hold(tab, name, T0 + 1e9, T0);
       const heard: Announcement[] = [];
       const off = node.subscribe((a) => heard.push(a));
       offs.push(off);
@@ -340,11 +344,10 @@ describe.each(backends)('broker contract: $name', (backend) => {
       for (const l of lists) l.splice(l.findIndex((a) => a.frame.type === 'Marker'), 1);
     };
 
-    it('each publish is announced once to the listeners of every node, the publishing one included, with its id', async () => {
+    it('each publish is announced once to the listeners of every node that holds the tab, the publishing one included, with its id', async () => {
       const other = await make('node-2');
-      const onOne = listen(broker);
-      const onOther = listen(other);
-      await broker.hold(A, 'node-1', T0 + 1e9, T0);
+      const onOne = await listen(broker, 'node-1', A);
+      const onOther = await listen(other, 'node-2', A);
       const plain = await broker.publish(A, { type: 'Quoted', data: { text: 'a "b" \u00e9:1' } }, T0);
       const bare = await other.publish(A, { type: 'Bare', data: undefined }, T0 + 1);
       const message = await broker.publish(A, ev(3), T0 + 2, fb(3), 'msg-1');
@@ -361,8 +364,43 @@ describe.each(backends)('broker contract: $name', (backend) => {
       expect(Object.keys(onOther[2]!.frame).sort()).toEqual(['data', 'id', 'type']);
     });
 
+    it('a node without the tab connected hears none of its events; once it holds it connected, it hears them; not after its connection left, nor after its drop', async () => {
+      const other = await make('node-2');
+      const onOther = await listen(other, 'node-2');
+      const onOne = await listen(broker, 'node-1', A);
+      await broker.publish(A, ev(1), T0);
+      await settled(broker, onOne, onOther);
+      // One node (memory) hears every event: it is the node that holds every tab.
+      if (other !== broker) expect(onOther).toEqual([]);
+      await other.hold(A, 'node-2', T0 + 1e9, T0);
+      const second = await broker.publish(A, ev(2), T0);
+      await settled(broker, onOne, onOther);
+      expect(onOther.at(-1)?.frame.id).toBe(second.frame!.id);
+      const heardBefore = onOther.length;
+      await other.hold(A, 'node-2', T0, T0); // its connection left (connected until now: no longer)
+      await broker.publish(A, ev(3), T0);
+      await settled(broker, onOne, onOther);
+      // The periodic re-hold never says it is connected again, nor takes a connected time back.
+      await other.refresh([{ to: A, connectedUntil: 0 }], 'node-2', T0);
+      await other.drop(A, 'node-2', T0);
+      await broker.publish(A, ev(4), T0);
+      await settled(broker, onOne, onOther);
+      expect(onOne.map((a) => a.frame.data)).toEqual([{ n: 1 }, { n: 2 }, { n: 3 }, { n: 4 }]);
+      if (other !== broker) expect(onOther).toHaveLength(heardBefore);
+    });
+
+    it('the periodic re-hold (refresh) never takes back a connected time; hold does', async () => {
+      await broker.hold(A, 'node-1', T0 + 1e9, T0);
+      await broker.refresh([{ to: A, connectedUntil: 0 }], 'node-1', T0);
+      expect(await broker.presence(A, T0)).toEqual({ held: true, connected: true });
+      await broker.hold(A, 'node-1', 0, T0);
+      expect(await broker.presence(A, T0)).toEqual({ held: true, connected: false });
+      await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }], 'node-1', T0);
+      expect(await broker.presence(A, T0)).toEqual({ held: true, connected: true });
+    });
+
     it('a duplicate publish (same key) is announced again with the first one\'s id; nothing is appended', async () => {
-      const heard = listen(broker);
+      const heard = await listen(broker, 'node-1', A);
       const first = await broker.publish(A, ev(1), T0, undefined, 'dup-key');
       const again = await broker.publish(A, ev(1), T0 + 5, undefined, 'dup-key');
       expect(again.duplicate).toBe(true);
@@ -372,7 +410,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
     });
 
     it('an XMPP event that finds no connected node is neither appended nor announced', async () => {
-      const heard = listen(broker);
+      const heard = await listen(broker, 'node-1');
       expect((await broker.publish(A, ev(1), T0, fb(1))).frame).toBeUndefined();
       await broker.hold(A, 'node-1', T0 + 10, T0);
       expect((await broker.publish(A, ev(2), T0 + 10, fb(2))).frame).toBeUndefined(); // its long-poll gap is over
@@ -386,7 +424,7 @@ describe.each(backends)('broker contract: $name', (backend) => {
         throw new Error('listener bug');
       });
       offs.push(throwing);
-      const kept = listen(other);
+      const kept = await listen(other, 'node-2', A);
       const removed: Announcement[] = [];
       const remove = other.subscribe((a) => removed.push(a));
       await expect(broker.publish(A, ev(1), T0)).resolves.toMatchObject({ frame: { data: { n: 1 } } });
@@ -401,7 +439,8 @@ describe.each(backends)('broker contract: $name', (backend) => {
     it('a closed broker tells its listeners nothing more', async () => {
       const other = await make('node-2');
       const closed = await make('node-3');
-      const heard = listen(other);
+      const heard = await listen(other, 'node-2', A);
+      await closed.hold(A, 'node-3', T0 + 1e9, T0);
       const gone: Announcement[] = [];
       closed.subscribe((a) => gone.push(a));
       if (closed !== other) await closed.close(); // on one node (memory) all nodes are one broker
@@ -427,19 +466,28 @@ describe('redis broker across nodes', () => {
 
 
 describe('redis broker announcements on the wire', () => {
-  it('are `<id>:<json>` on the prefixed events channel, the id digit for digit at real clock values', async () => {
+  it('are `<id>:<json>` on the prefixed channel of each node holding the tab, once each, the id digit for digit at real clock values', async () => {
     const prefix = testPrefix('wire');
     const { broker } = await redisNode(prefix);
     const subscriber = new Redis(redis.url);
     connections.push(subscriber);
-    const heard: string[] = [];
-    await subscriber.subscribe(`${prefix}${EVENTS_CHANNEL}`);
-    subscriber.on('message', (_channel: string, payload: string) => heard.push(payload));
+    const heard: { channel: string; payload: string }[] = [];
+    await subscriber.psubscribe(`${prefix}events:*`);
+    subscriber.on('pmessage', (_pattern: string, channel: string, payload: string) => heard.push({ channel, payload }));
     const now = Date.now();
+    await broker.hold(A, 'node-1', Number.MAX_SAFE_INTEGER, now);
+    await broker.hold(A, 'node-2', now + 5_000, now); // a long-poll within its gap: told
+    await broker.hold(A, 'node-4', 0, now); // held without a connection (its page left): not told
+    await broker.hold(B, 'node-3', Number.MAX_SAFE_INTEGER, now); // another tab's node: not told
     const { frame } = await broker.publish(A, ev(1), now);
-    await until(() => heard.length === 1, 'the announcement');
+    const marker = await broker.publish(B, ev(2), now);
+    // Published last, on one connection: once node-3 has B's event, the other channels have had A's.
+    await until(() => heard.some((h) => h.channel.endsWith('node-3')), 'the announcements');
     expect(frame!.id).toBeGreaterThan(1e15);
-    expect(heard[0]).toBe(`${frame!.id}:${JSON.stringify({ to: A, type: 'E', data: { n: 1 } })}`);
+    const payload = `${frame!.id}:${JSON.stringify({ to: A, type: 'E', data: { n: 1 } })}`;
+    expect(heard.filter((h) => h.payload === payload).map((h) => h.channel).sort()).toEqual([`${prefix}${eventsChannel('node-1')}`, `${prefix}${eventsChannel('node-2')}`]);
+    expect(heard.filter((h) => h.channel.endsWith('node-3')).map((h) => h.payload)).toEqual([marker.frame!.id + ':' + JSON.stringify({ to: B, type: 'E', data: { n: 2 } })]);
+    expect(heard.filter((h) => h.channel.endsWith('node-4'))).toEqual([]);
   });
 
   it('an unreadable message on the channel is dropped; the next announcement is heard', async () => {
@@ -447,8 +495,9 @@ describe('redis broker announcements on the wire', () => {
     const { broker, connection } = await redisNode(prefix);
     const heard: Announcement[] = [];
     broker.subscribe((a) => heard.push(a));
-    await connection.client.publish(`${prefix}${EVENTS_CHANNEL}`, 'not an announcement');
-    await connection.client.publish(`${prefix}${EVENTS_CHANNEL}`, '12:{not json');
+    await broker.hold(A, 'node-1', Number.MAX_SAFE_INTEGER, T0);
+    await connection.client.publish(`${prefix}${eventsChannel('node-1')}`, 'not an announcement');
+    await connection.client.publish(`${prefix}${eventsChannel('node-1')}`, '12:{not json');
     const { frame } = await broker.publish(A, ev(1), T0);
     await until(() => heard.length === 1, 'the announcement after the junk');
     expect(heard[0]!.frame).toEqual(frame);
@@ -467,16 +516,19 @@ describe('redis broker across a Redis restart', () => {
   it('subscribes again by itself, says so (onResume), and announcements flow again', async () => {
     const connection = testConnection(server.url, testPrefix('resume'));
     redisConnections.push(connection);
-    const broker = await RedisBroker.open(connection, bounds, { log: silent });
+    const broker = await RedisBroker.open(connection, bounds, { node: 'node-1', log: silent });
     const heard: number[] = [];
     broker.subscribe((a) => heard.push(a.frame.data as number));
     let resumed = 0;
     broker.onResume(() => resumed++);
+    await broker.hold(A, 'node-1', Number.MAX_SAFE_INTEGER, T0);
     await broker.publish(A, { type: 'E', data: 0 }, T0);
     await until(() => heard.includes(0), 'an announcement before the restart');
     await server.restart();
     await until(() => resumed === 1, 'the resubscription after the restart');
-    // Subscribed again before onResume is told: what is published from now on is heard.
+    // Subscribed again before onResume is told: what is published from now on is heard. Redis restarted
+    // empty, so the node holds its tab again first (as its heartbeat does when the generation changed).
+    await broker.hold(A, 'node-1', Number.MAX_SAFE_INTEGER, T0 + 1);
     await broker.publish(A, { type: 'E', data: 1 }, T0 + 1);
     await until(() => heard.includes(1), 'an announcement after the restart');
     expect(heard).toEqual([0, 1]);

@@ -47,7 +47,7 @@ interface Node {
 /** A cluster node's XMPP part in this process: its own Redis connection, bus, lease and component. */
 async function node(id: string, prefix: string): Promise<Node> {
   const redis: RedisConnection = testConnection(inject('redisUrl'), prefix);
-  const bus = await RedisBus.open(redis, silent);
+  const bus = await RedisBus.open(redis, id, silent);
   const received: InboundMessage[] = [];
   const component = new XmppComponent({
     service: prosody.componentService,

@@ -116,7 +116,7 @@ describe('MemoryBus', () => {
       throw new Error('subscriber bug');
     });
     bus.subscribe((m) => got.push(m.kind));
-    await bus.publish({ kind: 'xmpp-sent', requestId: 'r-1', to: 'node-1', outcome: 'sent' });
+    await bus.publish('node-1', { kind: 'xmpp-sent', requestId: 'r-1', to: 'node-1', outcome: 'sent' });
     await tick();
     expect(got).toEqual(['xmpp-sent']);
     expect(errors).toHaveLength(1);
