@@ -25,7 +25,7 @@ const DEFAULT_MESSAGE_CONFIRM_MS = 10_000;
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
  * streams (broker.ts); `deliver` publishes there, the broker announces the new event with its append to the
- * nodes that hold the tab, and each of them with a connection of the tab writes it. One node and a cluster run the same path. Tabs are
+ * nodes that have the tab connected, and each of them writes it. One node and a cluster run the same path. Tabs are
  * kept per address (tab id and session), so an event only ever reaches the session it was addressed
  * to (docs/events.md).
  */
@@ -149,7 +149,7 @@ export class Hub implements Delivery {
       this.fallBack([fallback!]);
       return false;
     }
-    // The broker tells the nodes that hold the tab of it (a duplicate again too); each writes it from there.
+    // The broker tells the nodes that have the tab connected (a duplicate again too); each writes it from there.
     if (!outcome.duplicate) this.deps.counters?.delivered();
     return true;
   }

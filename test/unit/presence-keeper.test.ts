@@ -22,7 +22,7 @@ function recordingBroker() {
 
 const tab = (n: number): TabAddress => ({ tabId: `tab-${n}`, session: 's' });
 
-function keeper(tabs: Map<string, TabAddress>, o: { now: () => number; broker: Broker; onLost?: (a: TabAddress) => void }) {
+function keeper(tabs: Map<string, TabAddress>, o: { now: () => number; broker: Broker; onLost?: (a: TabAddress) => void; onReheld?: () => void }) {
   return new PresenceKeeper(
     {
       broker: o.broker,
@@ -32,6 +32,7 @@ function keeper(tabs: Map<string, TabAddress>, o: { now: () => number; broker: B
       },
       count: () => tabs.size,
       onLost: o.onLost ?? (() => undefined),
+      ...(o.onReheld ? { onReheld: o.onReheld } : {}),
     },
     { node: 'n1', presenceTtlMs: 30_000, rollMs: 10_000, rollEveryMs: 1_000 },
   );
@@ -58,6 +59,24 @@ describe('presence keeper', () => {
     await k.beat();
     expect(b.held).toHaveLength(3);
     expect(b.held[2]).toEqual(['tab-1', 'tab-2', 'tab-3']);
+  });
+
+  it('after holding every tab again (the broker may have announced their events to nobody) it says so, once the holds are done; not after a timely beat nor a roll', async () => {
+    const tabs = new Map([1, 2].map((n) => [`${n}`, tab(n)]));
+    const b = recordingBroker();
+    let now = 0;
+    const reheld: number[] = [];
+    const k = keeper(tabs, { now: () => now, broker: b.broker, onReheld: () => reheld.push(b.held.length) });
+    await k.beat();
+    expect(reheld).toEqual([1]); // after the first hold of all
+    now = 10_000;
+    await k.beat();
+    await k.roll();
+    expect(reheld).toEqual([1]);
+    now = 20_000;
+    b.setGeneration('g2');
+    await k.beat();
+    expect(reheld).toEqual([1, 3]);
   });
 
   it('rolls over every tab once per roll time, a share each call, and sees tabs added meanwhile', async () => {
