@@ -13,9 +13,10 @@ export interface Delivery {
    * `key`), false when it was held for another try (the broker unreachable) or handed to the fallback.
    * `key` names the event for de-duplication (broker.ts `publish`): the same key never makes a second
    * copy while the first is in the stream. Without one, a key is made for this call, so this call's own
-   * retries are still de-duplicated.
+   * retries are still de-duplicated. `onTakenLater` is called once if an event that was held (false) is put
+   * in the stream by a later try; an event offered again under a key already held is not held twice.
    */
-  deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, key?: string): Promise<boolean>;
+  deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, key?: string, onTakenLater?: () => void): Promise<boolean>;
 }
 
 /** A publish key of its own for an event that has none (broker.ts `publish`): 22 characters of base64url. */

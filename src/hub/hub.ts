@@ -121,16 +121,23 @@ export class Hub implements Delivery {
    * unreachable) is handed to `onFallback` instead of being lost. The event's publish key (`key`, or
    * one made here) goes with every retry, so a publish that timed out but ran is not run twice.
    */
-  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, key: string = newPublishKey()): Promise<boolean> {
+  async deliver(to: TabAddress, event: TabEvent, fallback?: DeliveryFallback, key: string = newPublishKey(), onTakenLater?: () => void): Promise<boolean> {
     if (!fallback && this.retry.holds(to)) {
-      this.retry.add(to, event, key);
+      this.retry.add(to, event, key, onTakenLater);
       return false;
     }
-    return this.publish(to, event, fallback, key, false);
+    return this.publish(to, event, fallback, key, false, onTakenLater);
   }
 
   /** `retrying`: the retry queue offers a held event again; a refusal is thrown back to it. */
-  private async publish(to: TabAddress, event: TabEvent, fallback: DeliveryFallback | undefined, key: string, retrying: boolean): Promise<boolean> {
+  private async publish(
+    to: TabAddress,
+    event: TabEvent,
+    fallback: DeliveryFallback | undefined,
+    key: string,
+    retrying: boolean,
+    onTakenLater?: () => void,
+  ): Promise<boolean> {
     let outcome;
     try {
       outcome = await this.deps.broker.publish(to, event, this.deps.clock.now(), fallback, key);
@@ -139,7 +146,7 @@ export class Hub implements Delivery {
       this.deps.log.warn({ err }, 'the broker did not take an event');
       // An XMPP message is stored instead; any other event is offered again, in order, within the age bound.
       if (fallback) this.fallBack([fallback]);
-      else this.retry.add(to, event, key);
+      else this.retry.add(to, event, key, onTakenLater);
       return false;
     }
     this.fallBack(outcome.unsent);

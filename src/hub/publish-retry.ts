@@ -8,6 +8,8 @@ interface Held {
   key: string;
   /** When it was first refused: it is given up once older than the stream's age bound. */
   since: number;
+  /** Told once when a later try puts it in the stream (a result's settlement row is then marked published). */
+  onTaken: (() => void) | undefined;
 }
 
 /**
@@ -20,6 +22,8 @@ interface Held {
  */
 export class PublishRetry {
   private readonly held = new Map<string, Held[]>();
+  /** The held events by publish key: an event offered again while a copy is held is not held twice. */
+  private readonly byKey = new Map<string, Held>();
   private size = 0;
   private running: Promise<void> | undefined;
 
@@ -43,13 +47,25 @@ export class PublishRetry {
     return this.held.has(addressKey(to));
   }
 
-  /** Holds an event for another try. */
-  add(to: TabAddress, event: TabEvent, key: string): void {
+  /**
+   * Holds an event for another try. An event already held under the same publish key (the result outbox
+   * offers an owed result at every sweep while the broker is away) is not held again: every extra copy
+   * would be one more try after the first landed, and a try that comes after the stream trimmed the first
+   * copy (and its key) appends the event a second time under a new id.
+   */
+  add(to: TabAddress, event: TabEvent, key: string, onTaken?: () => void): void {
+    const already = this.byKey.get(key);
+    if (already) {
+      if (onTaken) already.onTaken = chain(already.onTaken, onTaken);
+      return;
+    }
     if (this.size >= this.settings.limit) return this.deps.onGivenUp(1);
     const tab = addressKey(to);
     const list = this.held.get(tab) ?? [];
-    list.push({ to, event, key, since: this.deps.now() });
+    const held: Held = { to, event, key, since: this.deps.now(), onTaken };
+    list.push(held);
     this.held.set(tab, list);
+    this.byKey.set(key, held);
     this.size++;
   }
 
@@ -68,8 +84,7 @@ export class PublishRetry {
       while (list.length > 0) {
         const next = list[0]!;
         if (this.deps.now() - next.since > this.settings.maxAgeMs) {
-          list.shift();
-          this.size--;
+          this.drop(list);
           this.deps.onGivenUp(1);
           continue;
         }
@@ -78,10 +93,24 @@ export class PublishRetry {
         } catch {
           break;
         }
-        list.shift();
-        this.size--;
+        this.drop(list);
+        next.onTaken?.();
       }
       if (list.length === 0) this.held.delete(key);
     }
   }
+
+  private drop(list: Held[]): void {
+    const first = list.shift();
+    if (first) this.byKey.delete(first.key);
+    this.size--;
+  }
 }
+
+const chain = (first: (() => void) | undefined, then: () => void): (() => void) =>
+  first
+    ? () => {
+        first();
+        then();
+      }
+    : then;

@@ -183,10 +183,15 @@ export class QuickLogin {
    */
   private async publishResult(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
     if (record.tabId === '' || record.sessionHash === null) return false;
-    const taken = await this.deps.delivery.deliver({ tabId: record.tabId, session: record.sessionHash }, tabEvent, undefined, resultPublishKey(record.code));
-    if (!taken) return false;
     // A lost mark costs one more publish under the same key, which the stream answers without a copy.
-    await this.deps.store.codes.markPublished(record.code, this.deps.clock.now()).catch((err: unknown) => this.deps.log.warn({ err }, 'marking a result published failed'));
+    const mark = (): Promise<void> =>
+      this.deps.store.codes.markPublished(record.code, this.deps.clock.now()).catch((err: unknown) => this.deps.log.warn({ err }, 'marking a result published failed'));
+    const to = { tabId: record.tabId, session: record.sessionHash };
+    // Held for another try (the broker unreachable): the row is marked when that try lands, so the result
+    // outbox does not offer it again after the stream may have trimmed it.
+    const taken = await this.deps.delivery.deliver(to, tabEvent, undefined, resultPublishKey(record.code), () => void mark());
+    if (!taken) return false;
+    await mark();
     return true;
   }
 

@@ -69,9 +69,12 @@ export class ResultOutbox {
     let published = 0;
     for (const result of owed) {
       const to = { tabId: result.tabId, session: result.sessionHash };
-      // Not taken (the broker unreachable): the hub holds it for another try, and the row stays owed.
-      if (!(await this.deps.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code)))) continue;
-      await this.deps.codes.markPublished(result.code, this.deps.clock.now());
+      // Not taken (the broker unreachable): the hub holds one copy for another try (a copy already held is
+      // not held twice) and marks the row when that try lands; until then the row stays owed.
+      const mark = (): Promise<void> => this.deps.codes.markPublished(result.code, this.deps.clock.now());
+      const markLater = (): void => void mark().catch((err: unknown) => this.deps.log.warn({ err }, 'marking a result published failed'));
+      if (!(await this.deps.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code), markLater))) continue;
+      await mark();
       published++;
     }
     if (published > 0) this.deps.log.info({ published }, 'owed results published from their settlement rows');
