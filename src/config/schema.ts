@@ -137,6 +137,8 @@ export const ConfigSchema = Type.Object(
     qrRequestsPerSessionPerMinute: Type.Integer({ default: 300, minimum: 1, maximum: 1_000_000 }),
     /** QR requests per client address per minute (many people may share one NAT address). */
     qrRequestsPerAddressPerMinute: Type.Integer({ default: 6000, minimum: 1, maximum: 10_000_000 }),
+    /** Cluster: how often each node syncs its QR request counts with Redis (docs/redis.md "Limits"). */
+    rateLimitSyncMs: Type.Integer({ default: 1000, minimum: 10, maximum: 60_000 }),
     /** Backend registrations and renewals per client address per minute. */
     registrationsPerAddressPerMinute: Type.Integer({ default: 300, minimum: 1, maximum: 1_000_000 }),
     /** Requests to the OpenID Provider's token endpoint per client address per minute (docs/oidc.md "Limits"). */

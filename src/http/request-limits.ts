@@ -24,9 +24,10 @@ export interface RequestLimitsOptions {
   onLimited: (limit: RequestLimitName) => void;
   /**
    * The counters' home (rate-limit/rate-limit-store.ts). Default: this node's memory; a cluster
-   * passes a shared store (rate-limit/redis-rate-limit-store.ts, chosen by wiring/shared.ts) so every
-   * node counts together. A store's `child` receives each limiter's
-   * `limitName` (a RequestLimitName) to keep the limits' counters apart.
+   * passes a shared store (chosen by wiring/shared.ts: the QR limits synced in the background,
+   * rate-limit/synced-rate-limit-store.ts; the others exact, rate-limit/redis-rate-limit-store.ts) so
+   * every node counts together. A store's `child` receives each limiter's `limitName` (a
+   * RequestLimitName) to keep the limits' counters apart.
    */
   store?: RateLimitStore;
 }

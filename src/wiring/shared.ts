@@ -18,8 +18,9 @@ import { RedisHandlerRegistry } from '../handlers/redis-handlers.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import { MemoryLeaseTable } from '../lease/memory-lease.js';
 import { RedisLease } from '../lease/redis-lease.js';
-import type { RateLimitStore } from '../rate-limit/rate-limit-store.js';
+import { rateLimitStoreByLimit, type RateLimitStore } from '../rate-limit/rate-limit-store.js';
 import { redisRateLimitStore } from '../rate-limit/redis-rate-limit-store.js';
+import { syncedRateLimitStore } from '../rate-limit/synced-rate-limit-store.js';
 import { connectRedis, type RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/schema.js';
 import { MemoryLoginThrottle } from '../throttle/memory-throttle.js';
@@ -97,6 +98,7 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
     (redis
       ? await RedisBroker.open(redis, bounds, { node: nodeId, refreshConnection: redis.duplicate('presence'), log: brokerLog })
       : new MemoryBroker(bounds, brokerLog));
+  const limits = createLimits({ redis, clock: deps.clock ?? systemClock, log }, config);
   return {
     store,
     bus,
@@ -107,9 +109,10 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
     presenceTtlMs,
     clustered,
     handlers: createHandlerRegistry({ redis, log }, config),
-    limits: createLimits({ redis, clock: deps.clock ?? systemClock, log }, config),
+    limits,
     start() {},
     async stop() {
+      limits.stop();
       if (!deps.broker) await broker.close();
       if (!deps.bus) await bus.close();
       await redis?.close();
@@ -138,15 +141,21 @@ export interface Limits {
   addressThrottle: LoginThrottle;
   /** For request-limits.ts `store`: undefined means the plugin's memory store. */
   rateLimitStore: RateLimitStore | undefined;
+  /** Cluster: pushes the QR limits' unpushed counts now (the background does it every `rateLimitSyncMs`). */
+  syncRateLimits(): Promise<void>;
+  /** Stops the background sync (before the Redis connection closes). */
+  stop(): void;
 }
 
 /**
- * The login throttles and the request rate limiter's store. With Redis, counted across the cluster;
- * during a Redis outage both fall back to counting on each node (docs/redis.md "During a Redis outage").
+ * The login throttles and the request rate limiter's store. With Redis, counted across the cluster: the
+ * QR limits on each node, synced in the background within a bound; the other request limits and the
+ * login throttles exactly, in Redis, per request (docs/redis.md "Limits"). During a Redis outage all fall
+ * back to counting on each node (docs/redis.md "During a Redis outage").
  */
 export function createLimits(
   { redis, clock, log }: { redis: RedisConnection | undefined; clock: Clock; log: Logger },
-  config: Pick<Config, 'loginThrottleWindowSeconds' | 'loginAttemptsPerAccount' | 'loginAttemptsPerAddress'>,
+  config: Pick<Config, 'loginThrottleWindowSeconds' | 'loginAttemptsPerAccount' | 'loginAttemptsPerAddress' | 'rateLimitSyncMs'>,
 ): Limits {
   const windowMs = config.loginThrottleWindowSeconds * 1000;
   if (!redis) {
@@ -154,14 +163,20 @@ export function createLimits(
       accountThrottle: new MemoryLoginThrottle(clock, config.loginAttemptsPerAccount, windowMs),
       addressThrottle: new MemoryLoginThrottle(clock, config.loginAttemptsPerAddress, windowMs),
       rateLimitStore: undefined,
+      syncRateLimits: async () => {},
+      stop() {},
     };
   }
   const limitsLog = log.child({ module: 'limits' });
   const throttle = (name: string, limit: number) => new RedisLoginThrottle({ redis, clock, log: limitsLog }, { name, limit, windowMs });
+  const synced = syncedRateLimitStore({ redis, clock, log: limitsLog }, { syncMs: config.rateLimitSyncMs });
   return {
     accountThrottle: throttle('account', config.loginAttemptsPerAccount),
     addressThrottle: throttle('address', config.loginAttemptsPerAddress),
-    rateLimitStore: redisRateLimitStore(redis, limitsLog),
+    // The QR limits are the hot path (every refresh of every waiting page); the rest are rare and stay exact.
+    rateLimitStore: rateLimitStoreByLimit({ qr_session: synced.store, qr_address: synced.store }, redisRateLimitStore(redis, limitsLog)),
+    syncRateLimits: synced.syncNow,
+    stop: synced.stop,
   };
 }
 
