@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { Listeners } from '../listeners.js';
 import { type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type DeliveryFallback, epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, type PublishOutcome, resumePoint, type StreamRead } from './broker.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
+import { TRIMMED_KEYS_PER_LIMIT } from './trimmed-keys.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 
 interface Entry {
@@ -27,6 +28,12 @@ interface Stream {
   holders: Holder[];
   /** Last publish, hold or refresh: a stream nobody holds is kept `idleStreamMs` after it. */
   touched: number;
+  /**
+   * Keyed entries trimmed for the count bound while younger than the age bound, oldest first: a retry of
+   * one (it comes within the age bound) answers it instead of appending a copy, as in Redis (`…:kt`).
+   * Absent until the first such trim, so an idle tab pays nothing.
+   */
+  trimmed?: Entry[];
 }
 
 /**
@@ -57,7 +64,7 @@ export class MemoryBroker implements Broker {
     const key = addressKey(to);
     let stream = this.live(key, now);
     // A stream holds at most `limit` entries (100 by default): a scan costs less than an index kept per tab.
-    const earlier = publishKey === undefined ? undefined : stream?.entries.find((e) => e.key === publishKey);
+    const earlier = publishKey === undefined ? undefined : stream && this.earlier(stream, publishKey, now);
     if (earlier) {
       // Told again: the first announcement may be what was lost, and a writer skips an id it wrote.
       this.announce({ to, frame: earlier.frame, awaiting: fallback !== undefined });
@@ -68,7 +75,9 @@ export class MemoryBroker implements Broker {
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback, key: publishKey });
-    const overflow = this.settle(stream, this.overflow(stream));
+    const trimmed = this.overflow(stream);
+    this.keepKeys(stream, trimmed, now);
+    const overflow = this.settle(stream, trimmed);
     const expired = this.settle(stream, this.expire(stream, now));
     this.announce({ to, frame, awaiting: fallback !== undefined });
     return { frame, unsent: [...overflow.unsent, ...expired.unsent], dropped: { overflow: overflow.dropped, expired: expired.dropped } };
@@ -248,6 +257,32 @@ export class MemoryBroker implements Broker {
     let n = 0;
     while (stream.entries.length - n > this.bounds.limit && !this.awaitingConfirmation(stream, stream.entries[n]!)) n++;
     return stream.entries.splice(0, n);
+  }
+
+  /** The entry published under `publishKey`: in the stream, or trimmed for the count bound and still retriable. */
+  private earlier(stream: Stream, publishKey: string, now: number): Entry | undefined {
+    const found = stream.entries.find((e) => e.key === publishKey);
+    if (found || !stream.trimmed) return found;
+    this.forgetKeys(stream, now);
+    return stream.trimmed?.find((e) => e.key === publishKey);
+  }
+
+  private keepKeys(stream: Stream, trimmed: Entry[], now: number): void {
+    const cutoff = now - this.bounds.maxAgeMs;
+    const keyed = trimmed.filter((e) => e.key !== undefined && e.at >= cutoff);
+    if (keyed.length === 0) return;
+    (stream.trimmed ??= []).push(...keyed);
+    this.forgetKeys(stream, now);
+  }
+
+  /** Drops kept keys past the age bound, and beyond `TRIMMED_KEYS_PER_LIMIT` × limit. */
+  private forgetKeys(stream: Stream, now: number): void {
+    const kept = stream.trimmed!;
+    const cutoff = now - this.bounds.maxAgeMs;
+    let n = Math.max(0, kept.length - this.bounds.limit * TRIMMED_KEYS_PER_LIMIT);
+    while (n < kept.length && kept[n]!.at < cutoff) n++;
+    kept.splice(0, n);
+    if (kept.length === 0) delete stream.trimmed;
   }
 
   private awaitingConfirmation(stream: Stream, e: Entry): boolean {

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { TRIMMED_KEYS_PER_LIMIT } from './trimmed-keys.js';
 
 /**
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
@@ -9,7 +10,13 @@ import type { Redis } from 'ioredis';
  *   third ':' (those of earlier versions too, during a rolling upgrade) are not disturbed by it;
  * - `…:p` hash: node -> `connectedUntil` (ms; a node with a live connection writes a time far ahead);
  * - `…:k` hash: publish key -> `epoch:offset` of the entry published with it, while that entry is in `…:ev`
- *   (removed when it is trimmed), so a retried publish answers the entry instead of appending a copy.
+ *   or could still be retried, so a retried publish answers the entry instead of appending a copy;
+ * - `…:kt` list: `publishKey:at` of entries trimmed for the count bound while younger than the age bound, oldest
+ *   first. A retry comes within the age bound (the hub's retries and the result outbox give up there), so
+ *   their keys stay in `…:k` until then: a copy held by another node that lands after the stream moved
+ *   `limit` entries on is still answered as the entry it repeats. At most `TRIMMED_KEYS_PER_LIMIT` × limit of
+ *   them are kept per tab (a bound on memory; a tab that gets more events than that within the age bound
+ *   loses the guarantee for the oldest).
  * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat.
  * A tab's holder counts only while its node is alive, so a node keeps all its tabs with one command
  * every few seconds instead of one script per tab (docs/benchmarks.md#cluster-round-trips: re-stamping 19,000
@@ -35,8 +42,9 @@ local function holders(p, nodes, now)
   end
   return live, conn
 end
-local function trim(ev, sent, limit, cutoff, k)
+local function trim(ev, sent, limit, cutoff, k, kt)
   local out, overflow, expired = {}, 0, 0
+  local kept = false
   local n = redis.call('LLEN', ev)
   while n > 0 do
     local head = redis.call('LINDEX', ev, 0)
@@ -49,13 +57,31 @@ local function trim(ev, sent, limit, cutoff, k)
       if fb == '1' and tonumber(off) <= sent then break end
     end
     redis.call('LPOP', ev)
-    if key ~= '' then redis.call('HDEL', k, key) end
+    if key ~= '' then
+      if tonumber(at) >= cutoff then
+        redis.call('RPUSH', kt, key .. ':' .. at)
+        kept = true
+      else redis.call('HDEL', k, key) end
+    end
     n = n - 1
     -- A fallback still on a written entry: never confirmed nor withdrawn (its node is gone), so it is stored.
     if fb == '1' then table.insert(out, head)
     elseif tonumber(off) > sent then
       if over then overflow = overflow + 1 else expired = expired + 1 end
     end
+  end
+  local m = redis.call('LLEN', kt)
+  if kept then
+    local ttl = redis.call('PTTL', k)
+    if ttl > 0 then redis.call('PEXPIRE', kt, ttl) end
+  end
+  while m > 0 do
+    local head = redis.call('LINDEX', kt, 0)
+    local hk, hat = string.match(head, '^([%w_%-]+):(%d+)$')
+    if m <= limit * ${TRIMMED_KEYS_PER_LIMIT} and tonumber(hat) >= cutoff then break end
+    redis.call('LPOP', kt)
+    redis.call('HDEL', k, hk)
+    m = m - 1
   end
   return out, overflow, expired
 end
@@ -77,7 +103,7 @@ end
 `;
 
 /**
- * KEYS m ev p nodes k; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key.
+ * KEYS m ev p nodes k kt; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key.
  * The script that appends the event announces it as `<id>:<announcement>` (redis-broker.ts reads it back) on
  * the channel of each node that has the tab connected (`channelPrefix` + node: one PUBLISH per entry of `p`
  * whose connected time is ahead), in the same step as the append: one round trip instead of two on every
@@ -122,20 +148,22 @@ redis.call('HSET', KEYS[1], 't', ARGV[1])
 redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
 local epoch = redis.call('HGET', KEYS[1], 'e')
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[5], ARGV[10], epoch .. ':' .. off) end
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5])
+local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5], KEYS[6])
 -- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs); the keys of
 -- its entries as long (a retry comes within the age bound, which is shorter).
 extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
-if redis.call('EXISTS', KEYS[5]) == 1 then redis.call('PEXPIRE', KEYS[5], redis.call('PTTL', KEYS[1])) end
+for i = 5, 6 do
+  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('PEXPIRE', KEYS[i], redis.call('PTTL', KEYS[1])) end
+end
 announce(epoch, off)
 local result = {1, epoch, off, overflow, expired}
 for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
 
-/** KEYS m ev p k; ARGV now limit cutoff */
+/** KEYS m ev p k kt; ARGV now limit cutoff */
 const READ = `${LIB}
 if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4])
+local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4], KEYS[5])
 local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
 local result = {meta[1], meta[2], meta[3], expired + overflow, #out}
 for _, e in ipairs(out) do table.insert(result, e) end
@@ -245,8 +273,8 @@ export type Reply = (string | number)[];
 
 /** The scripts as commands of a connection (ioredis sends each once and then runs it by its digest). */
 export interface BrokerCommands {
-  twPublish(m: string, ev: string, p: string, nodes: string, k: string, ...args: (string | number)[]): Promise<Reply>;
-  twRead(m: string, ev: string, p: string, k: string, ...args: (string | number)[]): Promise<Reply>;
+  twPublish(m: string, ev: string, p: string, nodes: string, k: string, kt: string, ...args: (string | number)[]): Promise<Reply>;
+  twRead(m: string, ev: string, p: string, k: string, kt: string, ...args: (string | number)[]): Promise<Reply>;
   twMarkSent(m: string, id: number): Promise<number>;
   twConfirm(m: string, ev: string, through: number | '', ...ids: number[]): Promise<number>;
   twWithdraw(m: string, ev: string, ...ids: number[]): Promise<Reply>;
@@ -258,8 +286,8 @@ export interface BrokerCommands {
 
 /** Adds the scripts to a command connection as `tw…` commands. */
 export function defineBrokerCommands(connection: Redis): void {
-  connection.defineCommand('twPublish', { numberOfKeys: 5, lua: PUBLISH });
-  connection.defineCommand('twRead', { numberOfKeys: 4, lua: READ });
+  connection.defineCommand('twPublish', { numberOfKeys: 6, lua: PUBLISH });
+  connection.defineCommand('twRead', { numberOfKeys: 5, lua: READ });
   connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
   connection.defineCommand('twConfirm', { numberOfKeys: 2, lua: CONFIRM });
   connection.defineCommand('twWithdraw', { numberOfKeys: 2, lua: WITHDRAW });

@@ -140,9 +140,9 @@ export class RedisBroker implements Broker {
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key = ''): Promise<PublishOutcome> {
     if (key !== '' && !PUBLISH_KEY_PATTERN.test(key)) throw new Error(`publish key ${JSON.stringify(key)} is not ${PUBLISH_KEY_PATTERN}`);
     const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
-    const [m, ev, p, k] = this.keys(to);
+    const [m, ev, p, k, kt] = this.keys(to);
     const reply = await this.redis.twPublish(
-      m, ev, p, this.nodes, k,
+      m, ev, p, this.nodes, k, kt,
       now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}${key}:${body}`,
       this.channelPrefix, announcementBody(to, event, fallback !== undefined), key,
     );
@@ -166,8 +166,8 @@ export class RedisBroker implements Broker {
   }
 
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
-    const [m, ev, p, k] = this.keys(to);
-    const reply = await this.redis.twRead(m, ev, p, k, now, this.bounds.limit, now - this.bounds.maxAgeMs);
+    const [m, ev, p, k, kt] = this.keys(to);
+    const reply = await this.redis.twRead(m, ev, p, k, kt, now, this.bounds.limit, now - this.bounds.maxAgeMs);
     if (reply.length === 0) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0, awaiting: NONE_AWAITING };
     const epoch = Number(reply[0]);
     const last = epoch + Number(reply[1]);
@@ -270,8 +270,8 @@ export class RedisBroker implements Broker {
     return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0];
   }
 
-  private keys(to: TabAddress): [string, string, string, string] {
+  private keys(to: TabAddress): [string, string, string, string, string] {
     const base = `${this.prefix}t:{${to.session}:${to.tabId}}`;
-    return [`${base}:m`, `${base}:ev`, `${base}:p`, `${base}:k`];
+    return [`${base}:m`, `${base}:ev`, `${base}:p`, `${base}:k`, `${base}:kt`];
   }
 }

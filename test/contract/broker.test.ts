@@ -100,12 +100,34 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect((await broker.publish(A, ev(4), T0 + 10_001, fb(4), 'key-4')).frame?.id).toBe(held.frame!.id);
   });
 
-  it('a key whose event left the stream (bounds) is free again, and a new epoch forgets every key', async () => {
-    await broker.publish(A, ev(1), T0, undefined, 'old');
-    for (let n = 2; n <= 4; n++) await broker.publish(A, ev(n), T0);
-    const after = await broker.publish(A, ev(1), T0, undefined, 'old');
+  it('a key whose event the count bound trimmed is still answered within the age bound (a late retry from another node), then free', async () => {
+    const first = await broker.publish(A, ev(1), T0, undefined, 'old');
+    for (let n = 2; n <= 8; n++) await broker.publish(A, ev(n), T0 + n);
+    // Trimmed for the count (3) long ago in events, not in time: a copy that lands now is the same login.
+    const late = await broker.publish(A, ev(1), T0 + 10, undefined, 'old');
+    expect(late.duplicate).toBe(true);
+    expect(late.frame?.id).toBe(first.frame!.id);
+    expect((await broker.read(A, undefined, T0 + 11)).frames.map((f) => (f.data as { n: number }).n)).toEqual([6, 7, 8]);
+    // Past the age bound a retry can no longer come: the key is forgotten, with the entries' own age trim.
+    const later = T0 + bounds.maxAgeMs + 20;
+    await broker.publish(A, ev(9), later);
+    const after = await broker.publish(A, ev(1), later + 1, undefined, 'old');
     expect(after.duplicate).toBeFalsy();
-    expect(after.frame?.id).toBe(T0 * 1000 + 5);
+    expect(after.frame!.id).toBeGreaterThan(late.frame!.id + 8);
+  });
+
+  it('keeps at most ten times the count bound of trimmed keys per tab, the newest', async () => {
+    const kept = bounds.limit * 10;
+    const total = kept + bounds.limit + 5;
+    for (let n = 1; n <= total; n++) await broker.publish(A, ev(n), T0 + n, undefined, `k${n}`);
+    // Entries 1 … total − limit were trimmed; only the newest `kept` of them keep their keys.
+    const oldestKept = total - bounds.limit - kept + 1;
+    expect((await broker.publish(A, ev(0), T0 + total + 1, undefined, `k${oldestKept}`)).duplicate).toBe(true);
+    expect((await broker.publish(A, ev(0), T0 + total + 2, undefined, `k${oldestKept - 1}`)).duplicate).toBeFalsy();
+  });
+
+  it('a new epoch forgets every key', async () => {
+    await broker.publish(A, ev(1), T0, undefined, 'old');
     lose();
     broker = await make('node-1');
     const fresh = await broker.publish(A, ev(1), T0 + 100, undefined, 'old');
