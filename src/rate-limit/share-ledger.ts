@@ -20,6 +20,8 @@ export interface LedgerEntry {
   view: number;
   inflight: number;
   pending: number;
+  /** The share of this key's limit (`shareOf(max)`, as last hit). */
+  share: number;
 }
 
 /** What a hit gets: admitted or not, a count the plugin compares with `max`, and the milliseconds until retrying can help. */
@@ -31,6 +33,15 @@ export interface Decision {
 
 /** A share of `max` each node may hold unpushed: a tenth, at least one. */
 export const shareOf = (max: number): number => Math.max(1, Math.ceil(max / 10));
+
+/**
+ * Pending hits that make a key due for the next sync: half its share. Pushing every key hit since the last
+ * sync would cost Redis about one update per waiting page's refresh (each refresh, 2 s apart, lands in its
+ * own 1-s sync); at half a share a page at 30 refreshes a minute against the default 300 is pushed every 30 s.
+ * Fewer pending hits wait: they count against this node's share only, which the bound already allows, and
+ * the key is pushed before a hit could be refused for a full share.
+ */
+const dueAt = (share: number): number => Math.ceil(share / 2);
 
 export class ShareLedger {
   private readonly entries = new Map<string, LedgerEntry>();
@@ -55,11 +66,12 @@ export class ShareLedger {
     // RFC 6585 §4: a share refusal ends with this node's next sync, not with the window.
     if (shared && unpushed >= shareOf(max)) return { admitted: false, current: max + 1, ttl: Math.min(this.syncMs, entry.windowEnd - now) };
     entry.pending++;
-    this.dirty.add(entry);
+    entry.share = shareOf(max);
+    if (entry.pending >= dueAt(entry.share)) this.dirty.add(entry);
     return { admitted: true, current: total + 1, ttl: entry.windowEnd - now };
   }
 
-  /** Moves every entry's pending hits to in flight and hands them out to be pushed, with how many. */
+  /** Moves the pending hits of every entry due (half a share waiting) to in flight and hands them out to be pushed, with how many. */
   take(): { entry: LedgerEntry; pushed: number }[] {
     const taken = [...this.dirty].map((entry) => ({ entry, pushed: entry.pending }));
     this.dirty.clear();
@@ -102,7 +114,7 @@ export class ShareLedger {
       this.entries.delete(key);
       this.dirty.delete(entry);
     }
-    entry = { key, windowEnd: now + windowMs, view: 0, inflight: 0, pending: 0 };
+    entry = { key, windowEnd: now + windowMs, view: 0, inflight: 0, pending: 0, share: 1 };
     if (this.entries.size >= this.capacity) {
       const oldest = this.entries.values().next().value!;
       this.entries.delete(oldest.key);

@@ -115,6 +115,18 @@ describe('share ledger: the cluster bound', () => {
     expect(ledger.hit('k', NOW + 20_000, WINDOW, 5, true)).toMatchObject({ admitted: true, current: 1 });
   });
 
+  it('pushes a key once half its share is waiting, not at every sync (a waiting page is pushed every few refreshes)', () => {
+    const ledger = new ShareLedger(100, 1000);
+    const half = Math.ceil(shareOf(300) / 2);
+    for (let i = 1; i < half; i++) {
+      expect(ledger.hit('page', NOW + i, WINDOW, 300, true).admitted).toBe(true);
+      expect(ledger.take()).toEqual([]);
+    }
+    ledger.hit('page', NOW + half, WINDOW, 300, true);
+    expect(ledger.take().map((p) => p.pushed)).toEqual([half]);
+    expect(ledger.take()).toEqual([]);
+  });
+
   it('keeps at most its capacity of keys, forgetting the least recently hit', () => {
     const ledger = new ShareLedger(3, 1000);
     for (const key of ['a', 'b', 'c', 'a', 'd']) ledger.hit(key, NOW, WINDOW, 5, false);
