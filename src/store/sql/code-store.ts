@@ -73,12 +73,28 @@ export class SqlCodeStore implements CodeStore {
    * group-committed where the flavour does that.
    */
   private readonly inserts: GroupCommit;
+  /**
+   * A login writes a code three times: its row at the first fetch of a derived code, its settlement, and the
+   * mark that its result was published. The first and the last are group-committed too, with the same
+   * queue, so logins arriving together share commits (docs/store.md "Group commit").
+   */
+  private readonly insertsIfAbsent: GroupCommit;
+  private readonly publishedMarks: GroupCommit;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly flavour: SqlFlavour,
   ) {
-    this.inserts = new GroupCommit(db.insertInto('codes').values(toRow(PLACEHOLDER)).compile(), commitQueue(db, flavour, 'turn'));
+    const queue = commitQueue(db, flavour, 'turn');
+    this.inserts = new GroupCommit(db.insertInto('codes').values(toRow(PLACEHOLDER)).compile(), queue);
+    this.insertsIfAbsent = new GroupCommit(
+      db.insertInto('codes').values(toRow(PLACEHOLDER)).onConflict((oc) => oc.column('code').doNothing()).compile(),
+      queue,
+    );
+    this.publishedMarks = new GroupCommit(
+      db.updateTable('codes').set({ announced_at: 0 }).where('code', '=', '').where('announced_at', 'is', null).compile(),
+      queue,
+    );
   }
 
   async insert(c: LoginCode): Promise<void> {
@@ -88,8 +104,7 @@ export class SqlCodeStore implements CodeStore {
   async insertIfAbsent(c: LoginCode): Promise<boolean> {
     // ON CONFLICT DO NOTHING: on PostgreSQL a concurrent insert of the same code waits for the first's commit and
     // inserts nothing, so two nodes resolving one derived code at once converge on one row.
-    const result = await this.db.insertInto('codes').values(toRow(c)).onConflict((oc) => oc.column('code').doNothing()).executeTakeFirst();
-    return Number(result.numInsertedOrUpdatedRows ?? 0n) === 1;
+    return (await this.insertsIfAbsent.run(Object.values(toRow(c)))) === 1;
   }
 
   async get(code: string): Promise<LoginCode | undefined> {
@@ -186,7 +201,7 @@ export class SqlCodeStore implements CodeStore {
   }
 
   async markPublished(code: string, now: number): Promise<void> {
-    await this.db.updateTable('codes').set({ announced_at: now }).where('code', '=', code).where('announced_at', 'is', null).execute();
+    await this.publishedMarks.run([now, code]);
   }
 
   /**
