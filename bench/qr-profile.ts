@@ -5,13 +5,14 @@
  * went: self time by function and by package. Not part of `npm run bench`: it explains the figures,
  * it does not check them. The .cpuprofile is kept (path printed) for a closer look in Chrome DevTools.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SERVICE_NODE_FLAGS } from '../src/node-flags.js';
 import { freePort, startChild } from './lib/processes/child.js';
 import { fetchOnce, runLoad } from './lib/load/load.js';
-import { formatRate, table } from './lib/measure/stats.js';
+import { formatRate } from './lib/measure/stats.js';
+import { printProfileSummary } from './lib/profile/summary.js';
 
 const mode = process.argv[2] ?? 'text';
 const seconds = Number(process.argv[3] ?? '8');
@@ -21,31 +22,6 @@ const MODES = ['text', 'base64', 'image', 'png', 'bare'];
 if (!MODES.includes(mode) || !(seconds > 0 && seconds <= 60)) {
   console.error(`usage: tsx bench/qr-profile.ts [${MODES.join('|')}] [seconds <= 60] [logLevel]`);
   process.exit(2);
-}
-
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  hitCount?: number;
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  startTime: number;
-  endTime: number;
-  samples: number[];
-  timeDeltas: number[];
-}
-
-/** Where a frame's code comes from: a package, tabwire's own src/, node internals, or V8 (GC, program, idle). */
-function origin(url: string, name: string): string {
-  if (url === '') return name.startsWith('(') ? name : '(native)';
-  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url);
-  if (pkg) return pkg[1]!;
-  if (url.startsWith('node:')) return 'node:' + url.slice(5).split('/')[0];
-  const src = /\/src\/(.+)$/.exec(url);
-  if (src) return `src/${src[1]!.split('/')[0]}`;
-  return url.split('/').slice(-2).join('/');
 }
 
 /** Load before the counted window: V8 optimises the hot paths in the first seconds. */
@@ -96,42 +72,4 @@ try {
 
 const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
 if (!file) throw new Error(`no profile written in ${dir}`);
-const profile = JSON.parse(readFileSync(join(dir, file), 'utf8')) as Profile;
-const byId = new Map(profile.nodes.map((n) => [n.id, n]));
-const selfMicros = new Map<number, number>();
-let at = profile.startTime;
-let counted = 0;
-profile.samples.forEach((id, i) => {
-  const delta = profile.timeDeltas[i] ?? 0;
-  at += delta;
-  if (at < window.from || at > window.to) return;
-  counted++;
-  selfMicros.set(id, (selfMicros.get(id) ?? 0) + delta);
-});
-if (counted === 0) throw new Error('no samples inside the measured window (clock mismatch?)');
-const busy = [...selfMicros].filter(([id]) => byId.get(id)!.callFrame.functionName !== '(idle)').reduce((s, [, us]) => s + us, 0);
-
-const byFunction = new Map<string, number>();
-const byOrigin = new Map<string, number>();
-for (const [id, us] of selfMicros) {
-  const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
-  if (functionName === '(idle)') continue;
-  const where = origin(url, functionName);
-  const name = (functionName || '(anonymous)').slice(0, 60);
-  const file = url.split('/').pop() ?? '';
-  const key = `${name}  ${where}${url ? ` ${file}:${lineNumber + 1}` : ''}`;
-  byFunction.set(key, (byFunction.get(key) ?? 0) + us);
-  byOrigin.set(where, (byOrigin.get(where) ?? 0) + us);
-}
-const top = (map: Map<string, number>, n: number): string[][] =>
-  [...map]
-    .sort((a, b) => b[1] - a[1])
-    .slice(0, n)
-    .map(([k, us]) => [k, `${((us / busy) * 100).toFixed(1)}%`]);
-console.log(`\n${counted} samples in the measured window; busy (not idle) ${(busy / 1000).toFixed(0)} ms`);
-console.log(`\nBy package / area (self time, % of busy samples):`);
-for (const line of table(['where', 'share'], top(byOrigin, 25))) console.log(`  ${line}`);
-console.log(`\nTop functions (self time):`);
-for (const line of table(['function', 'share'], top(byFunction, 40))) console.log(`  ${line}`);
-console.log(`\nprofile: ${join(dir, file)} (remove the directory when done)`);
-void rmSync; // kept on purpose: the profile is for reading
+printProfileSummary(join(dir, file), window);

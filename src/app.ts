@@ -14,6 +14,8 @@ import { registerRequestLimits } from './http/request-limits.js';
 import { AccessLog, serializeRequest } from './http/request-log.js';
 import { ajvTextFormats } from './http/schema-text.js';
 import { PROTOCOL_VERSION, PROTOCOL_VERSION_HEADER } from './protocol/version.js';
+
+const PROTOCOL_VERSION_TEXT = String(PROTOCOL_VERSION);
 import { WEBSOCKET_PATH } from './wiring/events.js';
 import { assembleNode, type AssembledNode, type Deps, type NodeHandle } from './wiring/node.js';
 
@@ -75,7 +77,7 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   const node = await assembleNode(config, deps, log);
   app.decorate('tabwire', node.handle);
   app.addHook('onClose', () => node.close());
-  registerShutdown(app, node, config.shutdownTimeoutSeconds * 1000);
+  const shutdown = registerShutdown(app, node, config.shutdownTimeoutSeconds * 1000);
   // Node reports a request that did not arrive in time as a client error (and answers 408 itself).
   app.server.on('clientError', (err: NodeJS.ErrnoException) => {
     if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') node.metrics.requestTimeouts.inc();
@@ -85,11 +87,14 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
   answerNodeRefusals(app);
   // Request counts and latency by route (docs/metrics.md); before the routes, so each inherits the hook.
   registerHttpMetrics(app, node.metrics);
-  // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script).
+  // Every answer tells browsers to honour its Content-Type (never sniff JSON into HTML or script), and which
+  // wire protocol this is, so clients learn it without a request of their own (docs/protocol.md "Versioning").
+  // Once shutdown has begun it also says `Connection: close` (registerShutdown). One hook for all three: each
+  // root onSend hook is a step of every answer's send.
   app.addHook('onSend', (_request, reply, payload, done) => {
     reply.header('x-content-type-options', 'nosniff');
-    // Which wire protocol this is, on every answer, so clients learn it without a request of their own (docs/protocol.md "Versioning").
-    reply.header(PROTOCOL_VERSION_HEADER, String(PROTOCOL_VERSION));
+    reply.header(PROTOCOL_VERSION_HEADER, PROTOCOL_VERSION_TEXT);
+    if (shutdown.closing) reply.header('connection', 'close');
     done(null, payload);
   });
   await app.register(cookie);
@@ -126,22 +131,19 @@ export async function buildApp(config: Config, deps: Deps = {}): Promise<Fastify
  * hooks only once every in-flight request has finished, so tab connections are closed first, in
  * preClose: held long-polls are answered at once and WebSockets closed (1001). Idle keep-alive
  * connections are closed then; answers still to come say `Connection: close`, so their connections
- * end with them (Node would keep them open for keepAliveTimeout). Whatever still runs when
- * `deadlineMs` has passed is cut.
+ * end with them (Node would keep them open for keepAliveTimeout; buildApp's onSend hook reads `closing`).
+ * Whatever still runs when `deadlineMs` has passed is cut.
  */
-function registerShutdown(app: FastifyInstance, node: Pick<AssembledNode, 'closeConnections'>, deadlineMs: number): void {
-  let closing = false;
+function registerShutdown(app: FastifyInstance, node: Pick<AssembledNode, 'closeConnections'>, deadlineMs: number): { readonly closing: boolean } {
+  const state = { closing: false };
   let deadline: NodeJS.Timeout | undefined;
-  app.addHook('onSend', (_request, reply, payload, done) => {
-    if (closing) reply.header('connection', 'close');
-    done(null, payload);
-  });
   app.addHook('preClose', async () => {
-    closing = true;
+    state.closing = true;
     node.closeConnections();
     deadline = setTimeout(() => app.server.closeAllConnections(), deadlineMs);
     deadline.unref();
     app.server.closeIdleConnections();
   });
   app.addHook('onClose', async () => clearTimeout(deadline));
+  return state;
 }

@@ -31,23 +31,37 @@ export interface DerivedCodeParts {
   mac: Buffer;
 }
 
-function macOf(secret: Buffer, issuedAt: number, saltAndId: Buffer, requestDigest: Buffer): Buffer {
-  const time = Buffer.allocUnsafe(8);
-  time.writeBigUInt64BE(BigInt(issuedAt));
-  return createHmac('sha256', secret).update(DOMAIN).update(time).update(saltAndId).update(requestDigest).digest().subarray(0, MAC_BYTES);
+/** Where the MAC input's parts sit: domain | issue time (64 bits) | salt and id (48 bits) | request digest. */
+const TIME_AT = DOMAIN.length;
+const HEAD_AT = TIME_AT + 8;
+const DIGEST_AT = HEAD_AT + 6;
+
+/**
+ * The MAC over one buffer holding every part, written in place: a refresh derives a code on every request, and
+ * one update of one buffer costs less than an update per part and the buffers for each. The bytes MACed are
+ * the same either way.
+ */
+function macOf(secret: Buffer, issuedAt: number, salt: number, requestId: number, requestDigest: Buffer): Buffer {
+  const input = Buffer.allocUnsafe(DIGEST_AT + requestDigest.length);
+  DOMAIN.copy(input, 0);
+  // The issue time as a 64-bit big-endian integer (a millisecond count, below 2^53).
+  input.writeUInt32BE(Math.floor(issuedAt / 2 ** 32), TIME_AT);
+  input.writeUInt32BE(issuedAt >>> 0, TIME_AT + 4);
+  writeSaltAndId(input, HEAD_AT, salt, requestId);
+  requestDigest.copy(input, DIGEST_AT);
+  return createHmac('sha256', secret).update(input).digest();
 }
 
-function saltAndIdBytes(salt: number, requestId: number): Buffer {
-  const out = Buffer.allocUnsafe(6);
-  // 48 bits: salt in the top 12, the request id in the low 36 (writeUIntBE takes up to 6 bytes).
-  out.writeUIntBE(salt * 2 ** REQUEST_ID_BITS + requestId, 0, 6);
-  return out;
+/** 48 bits at `at`: the salt in the top 12, the request id in the low 36 (writeUIntBE takes up to 6 bytes). */
+function writeSaltAndId(out: Buffer, at: number, salt: number, requestId: number): void {
+  out.writeUIntBE(salt * 2 ** REQUEST_ID_BITS + requestId, at, 6);
 }
 
 /** The code of request `requestId` (digest `requestDigest`, key `secret`) issued at `issuedAt` with `salt`. */
 export function deriveCode(secret: Buffer, requestDigest: Buffer, requestId: number, issuedAt: number, salt: number): string {
-  const head = saltAndIdBytes(salt, requestId);
-  const body = Buffer.concat([head, macOf(secret, issuedAt, head, requestDigest)]);
+  const body = Buffer.allocUnsafe(BODY_BYTES);
+  writeSaltAndId(body, 0, salt, requestId);
+  macOf(secret, issuedAt, salt, requestId, requestDigest).copy(body, 6, 0, MAC_BYTES);
   return timePrefix(issuedAt) + body.toString('base64url');
 }
 
@@ -69,6 +83,6 @@ export function parseDerivedCode(code: string, now: number): DerivedCodeParts | 
 
 /** Whether `parts.mac` is the MAC of the parts under `secret` for the request with digest `requestDigest` (constant time). */
 export function macMatches(secret: Buffer, requestDigest: Buffer, parts: DerivedCodeParts): boolean {
-  const expected = macOf(secret, parts.issuedAt, saltAndIdBytes(parts.salt, parts.requestId), requestDigest);
+  const expected = macOf(secret, parts.issuedAt, parts.salt, parts.requestId, requestDigest).subarray(0, MAC_BYTES);
   return timingSafeEqual(expected, parts.mac);
 }

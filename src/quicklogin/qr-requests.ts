@@ -73,7 +73,9 @@ export class QrRequests {
       this.byParams.set(key.kid + request, known);
       this.byId.set(known.record.id, known);
     }
-    await this.keepAlive(known, params, request, now);
+    // Nothing to wait for on almost every refresh: no promise to await then (keepAlive answers one only when needed).
+    const touching = this.keepAlive(known, params, request, now);
+    if (touching !== undefined) await touching;
     this.salt = (this.salt + 1) % 2 ** SALT_BITS;
     return deriveCode(key.secret, known.digest, known.record.id, now, this.salt);
   }
@@ -124,12 +126,13 @@ export class QrRequests {
 
   /**
    * Keeps the row alive past the code about to be issued: a touch in the background once less than half the
-   * slack is left, awaited only when the row would expire before the code (a page that went quiet for minutes).
+   * slack is left, awaited only when the row would expire before the code (a page that went quiet for minutes):
+   * then the touch is answered, to be awaited; otherwise undefined.
    */
-  private async keepAlive(known: KnownRequest, params: QrRequestParams, request: string, now: number): Promise<void> {
+  private keepAlive(known: KnownRequest, params: QrRequestParams, request: string, now: number): Promise<void> | undefined {
     const codeExpires = now + known.record.validityMs;
     const needed = codeExpires > known.record.expiresAt;
-    if (!needed && (codeExpires + ROW_SLACK_MS / 2 <= known.record.expiresAt || known.touching)) return;
+    if (!needed && (codeExpires + ROW_SLACK_MS / 2 <= known.record.expiresAt || known.touching)) return undefined;
     const until = codeExpires + ROW_SLACK_MS;
     known.touching ??= this.deps.store
       .extend(known.record.id, until)
@@ -140,7 +143,8 @@ export class QrRequests {
       .finally(() => {
         known.touching = undefined;
       });
-    if (needed) await known.touching;
-    else known.touching.catch((err: unknown) => this.deps.log.warn({ err }, 'touching a QR request failed'));
+    if (needed) return known.touching;
+    known.touching.catch((err: unknown) => this.deps.log.warn({ err }, 'touching a QR request failed'));
+    return undefined;
   }
 }

@@ -9,38 +9,43 @@ const BLOCK_LEAD_2 = 0x96;
 const BLOCK_LAST = [0, 0x84, 0x80, 0x88];
 const SPACE = 0x20;
 
-/** The line break inside a JSON string: backslash, n. */
-const ESCAPED_NEWLINE = Buffer.from('\\n');
+/** The line break inside a JSON string: backslash, n (two bytes). */
+const BACKSLASH = 0x5c;
+const LETTER_N = 0x6e;
+const ESCAPED_NEWLINE_BYTES = 2;
 
 /** Bytes `writeLines` writes at most: every module a 3-byte block, quiet zone spaces, breaks between lines. */
 function maxBytes(matrix: QrMatrix): number {
   const side = matrix.size + 2 * QUIET_ZONE;
   const lines = Math.ceil(side / 2);
-  return lines * (2 * QUIET_ZONE + 3 * matrix.size) + (lines - 1) * ESCAPED_NEWLINE.length;
+  return lines * (2 * QUIET_ZONE + 3 * matrix.size) + (lines - 1) * ESCAPED_NEWLINE_BYTES;
 }
 
 /**
  * Writes the QR as lines of Unicode half blocks with a quiet zone of spaces, UTF-8, into `out` from
  * `at`, the lines separated by an escaped line break (JSON string content); returns where it ends.
  * Written as bytes because `text` mode sends them on every request: a string built and then
- * serialised as JSON and encoded as UTF-8 cost three times as much (docs/benchmarks.md#qr-answers).
+ * serialised as JSON and encoded as UTF-8 cost three times as much (docs/benchmarks.md#qr-answers). The
+ * spaces and line breaks are written byte by byte too: runs of 2 to 4 bytes, where a native `fill` or `copy`
+ * call costs more than the bytes.
  */
 function writeLines(matrix: QrMatrix, out: Buffer, at: number): number {
   const { size, words, bits } = matrix;
   const side = size + 2 * QUIET_ZONE;
   let k = at;
   for (let top = -QUIET_ZONE; top < size + QUIET_ZONE; top += 2) {
-    if (top > -QUIET_ZONE) k += ESCAPED_NEWLINE.copy(out, k);
+    if (top > -QUIET_ZONE) {
+      out[k++] = BACKSLASH;
+      out[k++] = LETTER_N;
+    }
     const bottom = top + 1;
     if (bottom < 0 || top >= size) {
-      out.fill(SPACE, k, k + side);
-      k += side;
+      k = spaces(out, k, side);
       continue;
     }
     const topAt = top >= 0 ? top * words : -1;
     const bottomAt = bottom < size ? bottom * words : -1;
-    out.fill(SPACE, k, k + QUIET_ZONE);
-    k += QUIET_ZONE;
+    k = spaces(out, k, QUIET_ZONE);
     for (let c = 0; c < size; c++) {
       const word = c >>> 5;
       const shift = c & 31;
@@ -55,10 +60,16 @@ function writeLines(matrix: QrMatrix, out: Buffer, at: number): number {
         out[k++] = BLOCK_LAST[block]!;
       }
     }
-    out.fill(SPACE, k, k + QUIET_ZONE);
-    k += QUIET_ZONE;
+    k = spaces(out, k, QUIET_ZONE);
   }
   return k;
+}
+
+/** Writes `count` spaces into `out` from `at`; returns where they end. */
+function spaces(out: Buffer, at: number, count: number): number {
+  const end = at + count;
+  for (let k = at; k < end; k++) out[k] = SPACE;
+  return end;
 }
 
 /**
