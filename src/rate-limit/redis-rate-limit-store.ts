@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { RedisConnection } from '../redis/connection.js';
 import { RedisScript } from '../redis/script.js';
 import type { RateLimitStore } from './rate-limit-store.js';
+import { outageNotice } from './outage-notice.js';
 
 /** KEYS: counter. ARGV: window ms. The plugin's own Redis store does the same: INCR, the first hit starts the window. */
 const INCR = new RedisScript(`
@@ -33,17 +34,9 @@ export interface NamedLimitOptions {
  * N × limit across N nodes, and no request waits for Redis or is refused because of it.
  */
 export function redisRateLimitStore(redis: RedisConnection, log: Pick<Logger, 'warn' | 'info'>): RateLimitStore {
-  let failing = false;
-  const failed = (err: unknown) => {
-    if (failing) return;
-    failing = true;
-    log.warn({ err }, 'Redis unreachable: request rate limits count on this node only');
-  };
-  const recovered = () => {
-    if (!failing) return;
-    failing = false;
-    log.info('Redis back: request rate limits shared again');
-  };
+  const notice = outageNotice(log, 'request rate limits');
+  const failed = (err: unknown) => notice.failed(err);
+  const recovered = () => notice.recovered();
 
   class LimitStore implements FastifyRateLimitStore {
     private readonly local = new Map<string, { start: number; count: number }>();

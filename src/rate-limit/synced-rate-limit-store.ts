@@ -6,6 +6,7 @@ import { RedisScript } from '../redis/script.js';
 import type { RateLimitStore } from './rate-limit-store.js';
 import type { NamedLimitOptions } from './redis-rate-limit-store.js';
 import { ShareLedger, type LedgerEntry } from './share-ledger.js';
+import { outageNotice } from './outage-notice.js';
 
 /**
  * KEYS: counters `<prefix>rate:<limit>:<key>`. ARGV: per key, the hits pushed and the window in ms. Adds
@@ -55,18 +56,10 @@ export function syncedRateLimitStore(
   /** Per limit: its ledger and its window (the plugin passes it on every hit; the script starts windows with it). */
   const ledgers = new Map<string, { ledger: ShareLedger; windowMs: number }>();
   /** Set by a failed push (or a sync while the connection is down); cleared by a push Redis answered. */
-  let failing = false;
-  const shared = () => !failing && !redis.down;
-  const failed = (err: unknown) => {
-    if (failing) return;
-    failing = true;
-    log.warn({ err }, 'Redis unreachable: QR request limits count on this node only');
-  };
-  const recovered = () => {
-    if (!failing) return;
-    failing = false;
-    log.info('Redis back: QR request limits shared again');
-  };
+  const notice = outageNotice(log, 'QR request limits');
+  const shared = () => !notice.failing && !redis.down;
+  const failed = (err: unknown) => notice.failed(err);
+  const recovered = () => notice.recovered();
 
   const ledgerOf = (limitName: string) => {
     let found = ledgers.get(limitName);
