@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { Listeners } from '../listeners.js';
 import { type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type DeliveryFallback, epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, type PublishOutcome, resumePoint, type StreamRead } from './broker.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
-import { TRIMMED_KEYS_PER_LIMIT } from './trimmed-keys.js';
+import { forgetTrimmedKeys } from './trimmed-keys.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 
 interface Entry {
@@ -50,7 +50,6 @@ export class MemoryBroker implements Broker {
   private readonly generation = randomUUID();
   private readonly listeners: Listeners<Announcement>;
 
-  /** `log` receives a listener's exception; without one it goes to stderr. Either way the process lives on. */
   /** `log` receives a listener's exception; without one it goes to stderr. Either way the process lives on. */
   constructor(
     private readonly bounds: BrokerBounds,
@@ -263,26 +262,14 @@ export class MemoryBroker implements Broker {
   private earlier(stream: Stream, publishKey: string, now: number): Entry | undefined {
     const found = stream.entries.find((e) => e.key === publishKey);
     if (found || !stream.trimmed) return found;
-    this.forgetKeys(stream, now);
+    stream.trimmed = forgetTrimmedKeys(stream.trimmed, now - this.bounds.maxAgeMs, this.bounds.limit);
     return stream.trimmed?.find((e) => e.key === publishKey);
   }
 
   private keepKeys(stream: Stream, trimmed: Entry[], now: number): void {
     const cutoff = now - this.bounds.maxAgeMs;
     const keyed = trimmed.filter((e) => e.key !== undefined && e.at >= cutoff);
-    if (keyed.length === 0) return;
-    (stream.trimmed ??= []).push(...keyed);
-    this.forgetKeys(stream, now);
-  }
-
-  /** Drops kept keys past the age bound, and beyond `TRIMMED_KEYS_PER_LIMIT` × limit. */
-  private forgetKeys(stream: Stream, now: number): void {
-    const kept = stream.trimmed!;
-    const cutoff = now - this.bounds.maxAgeMs;
-    let n = Math.max(0, kept.length - this.bounds.limit * TRIMMED_KEYS_PER_LIMIT);
-    while (n < kept.length && kept[n]!.at < cutoff) n++;
-    kept.splice(0, n);
-    if (kept.length === 0) delete stream.trimmed;
+    if (keyed.length > 0) stream.trimmed = forgetTrimmedKeys([...(stream.trimmed ?? []), ...keyed], cutoff, this.bounds.limit);
   }
 
   private awaitingConfirmation(stream: Stream, e: Entry): boolean {
