@@ -8,7 +8,12 @@
 import { fetchOnce } from '../load/load.js';
 import { deltaOf, sumOf } from '../measure/counter-maps.js';
 import type { BudgetCheck } from '../measure/types.js';
-import type { NodeRig } from './nodes.js';
+
+/** What routing reads of a node: its name and HTTP port (nodes.ts's rig has both; not imported from there, so settings.ts may name RoutingRun without a loop). */
+interface RoutedNode {
+  name: string;
+  server: { port: number };
+}
 
 /** A metric counts what a node was sent when its name says so (e.g. `tabwire_broker_announcements_received_total`). */
 const RECEIVED_METRIC = /^(tabwire_\w*(?:announce|received|inbound)\w*)(?:\{[^}]*\})?\s+([0-9.e+-]+)$/;
@@ -21,7 +26,7 @@ export interface RoutingReading {
   metrics: Map<string, number>;
 }
 
-async function readNode(node: NodeRig): Promise<RoutingReading> {
+async function readNode(node: RoutedNode): Promise<RoutingReading> {
   const pubsub = new Map(Object.entries(JSON.parse((await fetchOnce(node.server.port, 'GET', '/__bench/pubsub-received')).body.toString()) as Record<string, number>));
   const metrics = new Map<string, number>();
   const scrape = await fetchOnce(node.server.port, 'GET', '/metrics');
@@ -35,7 +40,7 @@ async function readNode(node: NodeRig): Promise<RoutingReading> {
 }
 
 /** Every node's readings now, by node name. */
-export async function readRouting(nodes: readonly NodeRig[]): Promise<Map<string, RoutingReading>> {
+export async function readRouting(nodes: readonly RoutedNode[]): Promise<Map<string, RoutingReading>> {
   const out = new Map<string, RoutingReading>();
   for (const n of nodes) out.set(n.name, await readNode(n));
   return out;

@@ -5,7 +5,6 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import type { RigOptions } from './rig.js';
 
 /** The CPUs a process (its main thread), or one of its threads by task id, may run on (Cpus_allowed_list). */
 export function allowedCpus(pid: number, tid?: string): string {
@@ -23,8 +22,14 @@ function pinThread(tid: string, cpus: string): void {
   execFileSync('taskset', ['-p', '-c', cpus, tid], { stdio: 'ignore' });
 }
 
-/** BENCH_SERVER_CORES=one confines the whole server to CPU 0; by default its event loop has CPU 0 alone (RigOptions.serverCores). */
-export function serverCores(): RigOptions['serverCores'] {
+/**
+ * Where the waiting server runs (rig.ts RigOptions.serverCores): `loop` gives CPU 0 to its event loop alone
+ * and its other threads share CPU 1 with the load; `one` confines the whole server to CPU 0.
+ */
+export type ServerCores = 'loop' | 'one';
+
+/** BENCH_SERVER_CORES=one confines the whole server to CPU 0; by default its event loop has CPU 0 alone. */
+export function serverCores(): ServerCores {
   return process.env.BENCH_SERVER_CORES === 'one' ? 'one' : 'loop';
 }
 

@@ -14,7 +14,7 @@ import { openFilesLimit, rssBytes, startWorker, type Worker } from '../processes
 import { fetchOnce } from '../load/load.js';
 import { raiseOpenFiles } from '../processes/open-files.js';
 import { machineBusyMicros, otherPercent } from '../measure/sysload.js';
-import { LoopOnItsOwnCore, allowedCpus, pin } from './cores.js';
+import { LoopOnItsOwnCore, allowedCpus, pin, type ServerCores } from './cores.js';
 import { windowResult, type LoopReading, type WindowResult } from './window.js';
 import type { WindowReading } from '../../servers/waiting/readings.js';
 import type { WaitingMode } from '../../servers/waiting/state.js';
@@ -58,7 +58,7 @@ export interface RigOptions {
    * the load, as on a two-core machine where the node runs beside other work; `one` confines the whole
    * server to CPU 0, started as docs/deployment.md says for a node confined to one core.
    */
-  serverCores: 'loop' | 'one';
+  serverCores: ServerCores;
   /** Directory for the server's SQLite file. */
   dir: string;
 }

@@ -4,7 +4,26 @@
  * timers and sockets all act on the same tabs.
  */
 import type { Pool } from './http-pool.js';
-import type { Tab } from './tabs.js';
+import type WebSocket from 'ws';
+
+/** One waiting page: its WebSocket, its session, its QR request and its timers. */
+export interface Tab {
+  id: string;
+  /** Its index in `tabs`; a page that replaces it under churn takes the same. */
+  slot: number;
+  ws: WebSocket;
+  /** The whole POST /QuickLogin request, built once (its body and cookie never change). */
+  post: Buffer;
+  cookie: string;
+  running: boolean;
+  leaving: boolean;
+  /** performance.now() when the refresh in flight started; 0 when none is. */
+  since: number;
+  refresh: NodeJS.Timeout | undefined;
+  ping: NodeJS.Timeout | undefined;
+  /** With churn: when this person leaves. */
+  leave: NodeJS.Timeout | undefined;
+}
 
 /** `image`: the demo page (POST, then the PNG); `text`: a reference page with data-mode="text" (the POST alone). */
 export type WaitingMode = 'image' | 'text';

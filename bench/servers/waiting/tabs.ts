@@ -8,26 +8,9 @@ import { tabIdOf } from '../../lib/load/channel-ids.js';
 import { openRegistered } from '../../lib/load/registered-socket.js';
 import { stopPings } from '../tab-pings.js';
 import { qrRequest, USER_AGENT } from './requests.js';
-import { state, type Setup } from './state.js';
+import { state, type Setup, type Tab } from './state.js';
 
-/** One waiting page: its WebSocket, its session, its QR request and its timers. */
-export interface Tab {
-  id: string;
-  /** Its index in `tabs`; a page that replaces it under churn takes the same. */
-  slot: number;
-  ws: WebSocket;
-  /** The whole POST /QuickLogin request, built once (its body and cookie never change). */
-  post: Buffer;
-  cookie: string;
-  running: boolean;
-  leaving: boolean;
-  /** performance.now() when the refresh in flight started; 0 when none is. */
-  since: number;
-  refresh: NodeJS.Timeout | undefined;
-  ping: NodeJS.Timeout | undefined;
-  /** With churn: when this person leaves. */
-  leave: NodeJS.Timeout | undefined;
-}
+export type { Tab } from './state.js';
 
 /** Opens one tab: handshake (cookie from the 101), Register, and the server's CheckServerInstance back. */
 export async function openTab(s: Setup, n: number): Promise<Tab> {
