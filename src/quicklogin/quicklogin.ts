@@ -1,5 +1,4 @@
 import { TabwireError } from '../errors.js';
-import { resultPublishKey } from '../hub/delivery.js';
 import { maySign } from '../identity/identity.js';
 import { verifyEd25519 } from '../identity/keys.js';
 import { EventTypes, type QuickLoginRejection, type QuickLoginResult } from '../protocol/events.js';
@@ -14,6 +13,7 @@ import type { SerializedJson, QrResponse } from './qr-answer.js';
 import { pendingCode, QrIssuance, type Caller, type QrRequest } from './qr-issuance.js';
 import type { QuickLoginDeps, QuickLoginSettings } from './quicklogin-options.js';
 import { buildResult, parseFilter } from './result.js';
+import { publishSettledResult } from './settled-result.js';
 
 export { QR_MODES, SerializedJson, type QrMode, type QrResponse } from './qr-answer.js';
 export type { Caller, QrRequest } from './qr-issuance.js';
@@ -183,16 +183,8 @@ export class QuickLogin {
    */
   private async publishResult(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
     if (record.tabId === '' || record.sessionHash === null) return false;
-    // A lost mark costs one more publish under the same key, which the stream answers without a copy.
-    const mark = (): Promise<void> =>
-      this.deps.store.codes.markPublished(record.code, this.deps.clock.now()).catch((err: unknown) => this.deps.log.warn({ err }, 'marking a result published failed'));
-    const to = { tabId: record.tabId, session: record.sessionHash };
-    // Held for another try (the broker unreachable): the row is marked when that try lands, so the result
-    // outbox does not offer it again after the stream may have trimmed it.
-    const taken = await this.deps.delivery.deliver(to, tabEvent, undefined, resultPublishKey(record.code), () => void mark());
-    if (!taken) return false;
-    await mark();
-    return true;
+    const { delivery, store, clock, log } = this.deps;
+    return publishSettledResult({ delivery, codes: store.codes, clock, log }, record.code, { tabId: record.tabId, session: record.sessionHash }, tabEvent);
   }
 
   /** What a code's tab is told when it is settled: the result (browser-only mode), or the rejection (both modes). */

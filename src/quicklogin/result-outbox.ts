@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import { resultPublishKey, type Delivery } from '../hub/delivery.js';
+import type { Delivery } from '../hub/delivery.js';
 import type { CodeStore } from '../store/stores.js';
+import { publishSettledResult } from './settled-result.js';
 
 /** Owed results published per sweep at most; the rest wait for the next sweep (a bounded burst after an outage). */
 const SWEEP_LIMIT = 200;
@@ -71,11 +72,7 @@ export class ResultOutbox {
       const to = { tabId: result.tabId, session: result.sessionHash };
       // Not taken (the broker unreachable): the hub holds one copy for another try (a copy already held is
       // not held twice) and marks the row when that try lands; until then the row stays owed.
-      const mark = (): Promise<void> => this.deps.codes.markPublished(result.code, this.deps.clock.now());
-      const markLater = (): void => void mark().catch((err: unknown) => this.deps.log.warn({ err }, 'marking a result published failed'));
-      if (!(await this.deps.delivery.deliver(to, result.event, undefined, resultPublishKey(result.code), markLater))) continue;
-      await mark();
-      published++;
+      if (await publishSettledResult(this.deps, result.code, to, result.event)) published++;
     }
     if (published > 0) this.deps.log.info({ published }, 'owed results published from their settlement rows');
     return published;
