@@ -7,14 +7,17 @@ import { postgresUnavailable } from './errors.js';
 import { postgresFlavour } from './flavour.js';
 import { migrateLocked } from './migrate-lock.js';
 import { createPool, type PoolOptions } from './pool.js';
+import { preparedStatementsPool, StatementNames } from './prepared-statements.js';
 
 /**
  * Opens the cluster store on PostgreSQL (`url`: postgres://user@host:port/db) and migrates it; every node
  * of a cluster opens the same database. Fails when PostgreSQL cannot be reached at start (docs/store.md).
  */
-export async function openPostgresStore(url: string, options: PoolOptions): Promise<Store> {
+export async function openPostgresStore(url: string, options: PoolOptions & { statementNames?: StatementNames }): Promise<Store> {
   const pool = createPool(url, options);
-  const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool }), postgresUnavailable) });
+  // Statements go as named prepared statements: parsed and planned once per connection (prepared-statements.ts).
+  const named = preparedStatementsPool(pool, options.statementNames ?? new StatementNames());
+  const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: named }), postgresUnavailable) });
   try {
     await migrateLocked(db);
   } catch (err) {
