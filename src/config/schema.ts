@@ -21,6 +21,11 @@ export const ConfigSchema = Type.Object(
     /** Cluster mode: PostgreSQL connections one node keeps at most (docs/store.md "Pool size"). */
     databasePoolSize: Type.Integer({ default: 10, minimum: 1, maximum: 1000 }),
     /**
+     * Cluster mode: send statements as named prepared statements (docs/store.md "Prepared statements"). Off
+     * only for a connection pooler in transaction mode that does not keep them (PgBouncer before 1.21).
+     */
+    databasePreparedStatements: Type.Boolean({ default: true }),
+    /**
      * Cluster mode: a Redis URL (`redis://host:port/db`). When set, the event bus, the per-tab event streams,
      * tab presence, XMPP event handlers, rate limits and leases are shared through it (docs/deployment.md).
      */

@@ -8,7 +8,12 @@ import type { Store } from './stores.js';
  * The store a node runs on, as the configuration says: PostgreSQL when `databaseUrl` is set (cluster
  * mode), else the embedded SQLite file `sqliteFile`. The service and the CLI both open it here.
  */
-export function openStore(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'sqliteFile'>, log?: PoolLog): Promise<Store> {
-  if (config.databaseUrl !== undefined) return openPostgresStore(config.databaseUrl, { size: config.databasePoolSize, log });
+export function openStore(
+  config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'sqliteFile'> & Partial<Pick<Config, 'databasePreparedStatements'>>,
+  log?: PoolLog,
+): Promise<Store> {
+  if (config.databaseUrl !== undefined) {
+    return openPostgresStore(config.databaseUrl, { size: config.databasePoolSize, log, preparedStatements: config.databasePreparedStatements ?? true });
+  }
   return openSqliteStore(config.sqliteFile);
 }

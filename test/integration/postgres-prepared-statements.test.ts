@@ -94,4 +94,15 @@ describe('named prepared statements on PostgreSQL', () => {
       await store.close();
     }
   });
+
+  it('with `databasePreparedStatements: false` the store names nothing (a pooler that does not keep them)', async () => {
+    const storeNames = new StatementNames();
+    const store = await openPostgresStore(await postgresDatabase(), { size: 2, preparedStatements: false, statementNames: storeNames });
+    try {
+      expect(await store.codes.get('no-such-code')).toBeUndefined();
+      expect(storeNames.size).toBe(0);
+    } finally {
+      await store.close();
+    }
+  });
 });

@@ -9,15 +9,22 @@ import { migrateLocked } from './migrate-lock.js';
 import { createPool, type PoolOptions } from './pool.js';
 import { preparedStatementsPool, StatementNames } from './prepared-statements.js';
 
+/** Config `databasePreparedStatements` (default true); `statementNames`: the process's names, for tests. */
+interface PreparedOptions {
+  preparedStatements?: boolean;
+  statementNames?: StatementNames;
+}
+
 /**
  * Opens the cluster store on PostgreSQL (`url`: postgres://user@host:port/db) and migrates it; every node
  * of a cluster opens the same database. Fails when PostgreSQL cannot be reached at start (docs/store.md).
  */
-export async function openPostgresStore(url: string, options: PoolOptions & { statementNames?: StatementNames }): Promise<Store> {
+export async function openPostgresStore(url: string, options: PoolOptions & PreparedOptions): Promise<Store> {
   const pool = createPool(url, options);
-  // Statements go as named prepared statements: parsed and planned once per connection (prepared-statements.ts).
-  const named = preparedStatementsPool(pool, options.statementNames ?? new StatementNames());
-  const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: named }), postgresUnavailable) });
+  // Statements go as named prepared statements, parsed and planned once per connection (prepared-statements.ts),
+  // unless the operator turned them off (a pooler that does not keep them).
+  const dialect = new PostgresDialect({ pool: options.preparedStatements === false ? pool : preparedStatementsPool(pool, options.statementNames) });
+  const db = new Kysely<Database>({ dialect: guardedDialect(dialect, postgresUnavailable) });
   try {
     await migrateLocked(db);
   } catch (err) {
