@@ -75,7 +75,7 @@ export class QuickLogin {
    * `code_bound`), and an unbound one fetched too late is 410 `code_too_old`.
    */
   async describe(code: string, presentedBinding?: string): Promise<SignInfo> {
-    const record = await this.usableCode(code);
+    const record = await this.usableCode(code, true);
     const info = this.infoOf(record);
     if (record.scanSeconds === null) return info;
     if (record.bindingHash !== null) {
@@ -98,7 +98,7 @@ export class QuickLogin {
 
   /** What the signer shows and signs, without binding the code (same-device approval; dev-approval.ts). */
   async peek(code: string): Promise<SignInfo> {
-    return this.infoOf(await this.usableCode(code));
+    return this.infoOf(await this.usableCode(code, true));
   }
 
   private infoOf(record: LoginCode): SignInfo {
@@ -247,8 +247,8 @@ export class QuickLogin {
     return record;
   }
 
-  private async usableCode(code: string): Promise<LoginCode> {
-    const record = await this.codeRow(code);
+  private async usableCode(code: string, firstFetch = false): Promise<LoginCode> {
+    const record = await this.codeRow(code, firstFetch);
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') throw new TabwireError('code_already_used');
     if (record.expiresAt <= this.deps.clock.now()) throw new TabwireError('code_expired');
@@ -260,20 +260,31 @@ export class QuickLogin {
    * and request checked, then inserted unless another node did so first, and from then on it is the row that
    * binds and settles. An expired derived code is answered as a row that says so, without a write. A code
    * that is already a row (also a random one issued before derived codes) resolves as it is.
+   * `firstFetch` (a signing app fetching the code, which is usually not a row yet): try the insert before
+   * the read, so the usual first fetch is one statement instead of a read that finds nothing and an insert.
    */
-  private async codeRow(code: string): Promise<LoginCode | undefined> {
+  private async codeRow(code: string, firstFetch = false): Promise<LoginCode | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
-    const stored = await this.deps.store.codes.get(code);
-    if (stored || !this.deps.requests) return stored;
     const now = this.deps.clock.now();
-    const derived = await this.deps.requests.resolve(code, now);
-    if (!derived) return undefined;
-    const { id: _id, kid: _kid, createdAt: _createdAt, expiresAt: _expiresAt, ...params } = derived.request.record;
-    const row = pendingCode(code, params, newNonce(), derived.parts.issuedAt);
-    if (row.expiresAt <= now) return row;
+    if (firstFetch) {
+      const row = await this.derivedRow(code, now);
+      if (row && row.expiresAt > now && (await this.deps.store.codes.insertIfAbsent(row))) return row;
+    }
+    const stored = await this.deps.store.codes.get(code);
+    if (stored) return stored;
+    const row = await this.derivedRow(code, now);
+    if (!row || row.expiresAt <= now) return row;
     // Of nodes resolving the code at once, one inserts; the others read its row (its nonce, and any binding made since).
     if (await this.deps.store.codes.insertIfAbsent(row)) return row;
     return this.deps.store.codes.get(code);
+  }
+
+  /** The pending row a genuine derived code stands for (a new nonce each time; expired ones too); undefined for any other code. */
+  private async derivedRow(code: string, now: number): Promise<LoginCode | undefined> {
+    const derived = await this.deps.requests?.resolve(code, now);
+    if (!derived) return undefined;
+    const { id: _id, kid: _kid, createdAt: _createdAt, expiresAt: _expiresAt, ...params } = derived.request.record;
+    return pendingCode(code, params, newNonce(), derived.parts.issuedAt);
   }
 
   private challengeOf(record: LoginCode): string {
