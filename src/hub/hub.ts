@@ -22,6 +22,14 @@ const MAX_HELD_EVENTS = 10_000;
 /** Default of `messageConfirmMs` (config `messageConfirmSeconds`). */
 const DEFAULT_MESSAGE_CONFIRM_MS = 10_000;
 
+/** How `Hub.publish` sends one event: see `deliver` (`fallback`, `key`, `onTakenLater`) and the retry queue (`retrying`). */
+interface PublishHow {
+  fallback?: DeliveryFallback | undefined;
+  key: string;
+  retrying: boolean;
+  onTakenLater?: (() => void) | undefined;
+}
+
 /**
  * The local hub: the live connections of this node's tabs. Events live in the broker's per-tab
  * streams (broker.ts); `deliver` publishes there, the broker announces the new event with its append to the
@@ -83,7 +91,7 @@ export class Hub implements Delivery {
     });
     this.retry = new PublishRetry(
       {
-        publish: (to, event, key) => this.publish(to, event, undefined, key, true).then(() => undefined),
+        publish: (to, event, key) => this.publish(to, event, { key, retrying: true }).then(() => undefined),
         now: () => deps.clock.now(),
         onGivenUp: (n) => deps.counters?.dropped('unreachable', n),
       },
@@ -126,18 +134,12 @@ export class Hub implements Delivery {
       this.retry.add(to, event, key, onTakenLater);
       return false;
     }
-    return this.publish(to, event, fallback, key, false, onTakenLater);
+    return this.publish(to, event, { fallback, key, retrying: false, onTakenLater });
   }
 
   /** `retrying`: the retry queue offers a held event again; a refusal is thrown back to it. */
-  private async publish(
-    to: TabAddress,
-    event: TabEvent,
-    fallback: DeliveryFallback | undefined,
-    key: string,
-    retrying: boolean,
-    onTakenLater?: () => void,
-  ): Promise<boolean> {
+  private async publish(to: TabAddress, event: TabEvent, how: PublishHow): Promise<boolean> {
+    const { fallback, key, retrying, onTakenLater } = how;
     let outcome;
     try {
       outcome = await this.deps.broker.publish(to, event, this.deps.clock.now(), fallback, key);
