@@ -6,7 +6,7 @@ import { loadavg } from 'node:os';
 import { OTHER_CPU_LIMIT, kib, machineLine, mib, openFilesLimit, revision, versionOf } from '../common.js';
 import { sumOf } from '../measure/counter-maps.js';
 import { routingBudget } from './routing.js';
-import { cpuPercent, mergeWindows, shortSql, sqlStatements, type Window } from './meter.js';
+import { cpuPercent, mergeWindows, sqlStatements, type Window } from './meter.js';
 import {
   BINDING_REFRESH_S,
   BUDGET_RATIO,
@@ -26,6 +26,7 @@ import {
   type Side,
 } from './settings.js';
 import { percentile, table } from '../measure/stats.js';
+import { redisTable, sentTable, sqlTable } from './op-tables.js';
 import type { BenchReport, BudgetCheck, Measurement } from '../measure/types.js';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -41,33 +42,6 @@ const beyondIdle = (side: Side, w: Window, probe: 'nodes' | 'redis' | 'postgres'
 };
 /** Presence refreshes: the node's periodic pipelined twHold (one per held tab). */
 const brokerRefresh = (sent: Map<string, number>): number => sent.get('twHold (pipelined)') ?? 0;
-
-function sentTable(rows: { label: string; per: number; sent: Map<string, number> }[]): string[] {
-  const kinds = [...new Set(rows.flatMap((r) => [...r.sent.keys()]))].sort();
-  return table(
-    ['command sent by the nodes', ...rows.map((r) => r.label)],
-    [
-      ...kinds.filter((k) => rows.some((r) => (r.sent.get(k) ?? 0) / r.per >= 0.005)).map((k) => [k, ...rows.map((r) => num((r.sent.get(k) ?? 0) / r.per))]),
-      ['all', ...rows.map((r) => num(sumOf(r.sent) / r.per))],
-    ],
-  );
-}
-
-function sqlTable(rows: { label: string; per: number; calls: Map<string, number> }[]): string[] {
-  const grouped = rows.map((r) => {
-    const g = new Map<string, number>();
-    for (const [q, c] of r.calls) g.set(shortSql(q), (g.get(shortSql(q)) ?? 0) + c);
-    return g;
-  });
-  const kinds = [...new Set(grouped.flatMap((g) => [...g.keys()]))].sort();
-  return table(
-    ['statement (pg_stat_statements)', ...rows.map((r) => r.label)],
-    [
-      ...kinds.filter((k) => grouped.some((g, i) => (g.get(k) ?? 0) / rows[i]!.per >= 0.005)).map((k) => [k, ...grouped.map((g, i) => num((g.get(k) ?? 0) / rows[i]!.per))]),
-      ['all but BEGIN/COMMIT', ...rows.map((r) => num(sqlStatements(r.calls) / r.per))],
-    ],
-  );
-}
 
 function latencyRow(label: string, l: LatencySummary, w: Window, side: Side, loops: LoopReading[], extra: string): string[] {
   const cpuCols = side.nodeNames.map((n) => `${n} ${pct(cpuPercent(w, n))}`).join(', ');
@@ -255,6 +229,11 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
         { label: 'per QR req (throughput)', per: qrCount, sent: withoutRefresh(qrSent) },
         { label: 'per login', per: c.login.logins, sent: withoutRefresh(lw.sent) },
         { label: 'per idle tab per s', per: c.idleTabs * idleSeconds, sent: c.idle.sent },
+      ]),
+      '',
+      ...redisTable([
+        { label: 'per Register', per: c.open.tabs, calls: reg.redis?.calls ?? new Map() },
+        { label: 'per login', per: c.login.logins, calls: lw.redis?.calls ?? new Map() },
       ]),
       '',
       ...sqlTable([
