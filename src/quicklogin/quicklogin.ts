@@ -260,13 +260,15 @@ export class QuickLogin {
    * and request checked, then inserted unless another node did so first, and from then on it is the row that
    * binds and settles. An expired derived code is answered as a row that says so, without a write. A code
    * that is already a row (also a random one issued before derived codes) resolves as it is.
-   * `firstFetch` (a signing app fetching the code, which is usually not a row yet): try the insert before
-   * the read, so the usual first fetch is one statement instead of a read that finds nothing and an insert.
+   * `firstFetch` (a signing app fetching the code, which is usually not a row yet): while this node issues
+   * derived codes, try the insert before the read, so the usual first fetch is one statement instead of a read
+   * that finds nothing and an insert. (Issuing random stored codes, the read comes first: a random code's
+   * first fetch then finds its row at once, without looking for a request it never had.)
    */
   private async codeRow(code: string, firstFetch = false): Promise<LoginCode | undefined> {
     if (!CODE_PATTERN.test(code)) return undefined;
     const now = this.deps.clock.now();
-    if (firstFetch) {
+    if (firstFetch && this.settings.derivedCodes) {
       const row = await this.derivedRow(code, now);
       if (row && row.expiresAt > now && (await this.deps.store.codes.insertIfAbsent(row))) return row;
     }

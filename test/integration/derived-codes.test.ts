@@ -221,6 +221,24 @@ describe('derived codes across a key rotation and a restart (one SQLite file)', 
   });
 });
 
+describe('random stored codes (qrDerivedCodes off)', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startService({ qrDerivedCodes: false });
+  });
+  afterAll(async () => {
+    await service?.close();
+  });
+
+  it("a random code's first fetch reads its row and nothing else (no insert tried, no request looked for)", async () => {
+    const code = codeOf(await post(service, '/QuickLogin', { mode: 'text', purpose: 'Random', serviceId: '', tab: '' }));
+    expect(await service.store.codes.get(code)).toMatchObject({ code, purpose: 'Random', state: 'pending' });
+    const counted = countStoreCalls(service.store);
+    expect((await fetchJson(service, code)).status).toBe(200);
+    expect(counted.calls()).toEqual(['codes.get']);
+  });
+});
+
 /** The request id a derived code carries (derived-code.ts: 12 bits salt, 36 bits id after the 6-character time). */
 function requestIdOf(code: string): number {
   return Buffer.from(code.slice(6), 'base64url').readUIntBE(0, 6) % 2 ** 36;
