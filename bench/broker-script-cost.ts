@@ -5,11 +5,13 @@
  * the rolling re-hold, a resume, a retried publish, a stream past its bounds, a detach), one phase per kind of
  * operation. For each phase it prints the commands Redis ran inside the scripts per operation (INFO
  * commandstats counts them: every `cmdstat_*` but the scripts' own `evalsha`/`eval`), by command, the scripts'
- * own server time per operation (their `evalsha` usec, inner commands included) and Redis's CPU per operation
- * from /proc (10 ms ticks: read it over several thousand operations). Redis runs one script at a time, so the
+ * own time per operation (their `evalsha` usec, inner commands included: wall time, which a busy machine
+ * stretches) and Redis's CPU per operation (INFO cpu, its main thread's user + system time, read to the µs;
+ * it includes reading the request and writing the reply and the announcement). Redis runs one script at a time, so the
  * inner commands are its CPU; this says where it goes. Not a budget: `npx tsx bench/broker-script-cost.ts [tabs]
  * [rounds]` (default 4,000 tabs, 3 rounds of fresh tabs; medians over the rounds).
  */
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import type { BrokerBounds } from '../src/broker/broker.js';
 import { RedisBroker } from '../src/broker/redis-broker.js';
@@ -19,7 +21,7 @@ import { connectRedis, type RedisConnection } from '../src/redis/connection.js';
 import { PRESENCE_TTL_MS } from '../src/wiring/shared.js';
 import { machineLine, revision } from './lib/common.js';
 import { median } from './lib/measure/stats.js';
-import { startBenchRedis, type BenchRedis, type RedisReading } from './lib/processes/redis.js';
+import { startBenchRedis, type RedisReading } from './lib/processes/redis.js';
 
 const TABS = Number(process.argv[2] ?? 4_000);
 const ROUNDS = Number(process.argv[3] ?? 3);
@@ -30,6 +32,18 @@ const BOUNDS: BrokerBounds = { limit: 100, maxAgeMs: 60_000, presenceTtlMs: PRES
 /** Tabs of the full-stream phase (each gets `limit` + 20 events): a twentieth of the tabs. */
 const FULL_SHARE = 20;
 const SCRIPT_COMMANDS = new Set(['evalsha', 'eval']);
+
+/** Redis's main thread CPU so far, µs (INFO cpu: getrusage, finer than /proc's 10 ms ticks). */
+async function redisCpu(client: Redis): Promise<number> {
+  const info = await client.info('cpu');
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? NaN);
+  return Math.round((field('used_cpu_user_main_thread') + field('used_cpu_sys_main_thread')) * 1e6);
+}
+
+interface Reading {
+  redis: RedisReading;
+  cpu: number;
+}
 
 interface PhaseCost {
   ops: number;
@@ -47,29 +61,29 @@ async function inBatches<T>(items: readonly T[], op: (item: T, i: number) => Pro
 }
 
 /** What Redis did between two readings, for `ops` operations. */
-function costBetween(before: RedisReading, after: RedisReading, ops: number): PhaseCost {
+function costBetween(before: Reading, after: Reading, ops: number): PhaseCost {
   const inner = new Map<string, number>();
   let scriptMicros = 0;
-  for (const [cmd, calls] of after.calls) {
-    const delta = calls - (before.calls.get(cmd) ?? 0);
+  for (const [cmd, calls] of after.redis.calls) {
+    const delta = calls - (before.redis.calls.get(cmd) ?? 0);
     if (delta === 0) continue;
-    if (SCRIPT_COMMANDS.has(cmd)) scriptMicros += (after.usec.get(cmd) ?? 0) - (before.usec.get(cmd) ?? 0);
+    if (SCRIPT_COMMANDS.has(cmd)) scriptMicros += (after.redis.usec.get(cmd) ?? 0) - (before.redis.usec.get(cmd) ?? 0);
     else inner.set(cmd, delta);
   }
-  return { ops, inner, scriptMicros, cpuMicros: after.cpuMicros - before.cpuMicros };
+  return { ops, inner, scriptMicros, cpuMicros: after.cpu - before.cpu };
 }
 
 /** One round: fresh tabs through every phase; the cost of each. */
-async function round(redis: BenchRedis, a: RedisBroker, b: RedisBroker, r: string, count = TABS): Promise<Map<string, PhaseCost>> {
+async function round(read: () => Promise<Reading>, a: RedisBroker, b: RedisBroker, r: string, count = TABS): Promise<Map<string, PhaseCost>> {
   const costs = new Map<string, PhaseCost>();
   const tabs: TabAddress[] = Array.from({ length: count }, (_, i) => ({ session: r.padEnd(64, 's'), tabId: `tab-${i}` }));
   const full = tabs.slice(0, Math.ceil(count / FULL_SHARE));
   const ids = new Map<TabAddress, number>();
   let now = Date.now();
   const phase = async (name: string, items: readonly TabAddress[], op: (to: TabAddress, i: number) => Promise<unknown>, perItem = 1) => {
-    const before = await redis.read();
+    const before = await read();
     await inBatches(items, op);
-    costs.set(name, costBetween(before, await redis.read(), items.length * perItem));
+    costs.set(name, costBetween(before, await read(), items.length * perItem));
   };
   const publish = (from: RedisBroker, to: TabAddress, n: number, key: string) =>
     from.publish(to, event(n), now, undefined, key).then((o) => ids.set(to, o.frame!.id));
@@ -88,9 +102,9 @@ async function round(redis: BenchRedis, a: RedisBroker, b: RedisBroker, r: strin
   // The rolling re-hold (the keeper's slices over the node's own tabs).
   now += 10_000;
   {
-    const before = await redis.read();
+    const before = await read();
     for (let i = 0; i < tabs.length; i += 1_000) await a.refresh(tabs.slice(i, i + 1_000).map((to) => ({ to, connectedUntil: Number.MAX_SAFE_INTEGER })), 'node-a', now);
-    costs.set('twHold, re-hold', costBetween(before, await redis.read(), tabs.length));
+    costs.set('twHold, re-hold', costBetween(before, await read(), tabs.length));
   }
   // Past the age bound: the next event trims the earlier two and forgets their keys.
   now += BOUNDS.maxAgeMs;
@@ -115,6 +129,9 @@ async function main(): Promise<void> {
   console.log(machineLine());
   const redis = await startBenchRedis();
   const connections: RedisConnection[] = [];
+  const cpuReader = new Redis(redis.url, { maxRetriesPerRequest: 1 });
+  // INFO is left out of the counts (startBenchRedis); its CPU is read before and after, a few µs a phase.
+  const read = async (): Promise<Reading> => ({ redis: await redis.read(), cpu: await redisCpu(cpuReader) });
   try {
     const open = async (node: string) => {
       const connection = connectRedis(redis.url, silent, { prefix: 'bench:', name: `bench-${node}` });
@@ -124,9 +141,9 @@ async function main(): Promise<void> {
     const a = await open('node-a');
     const b = await open('node-b');
     // Every script once, so the rounds see EVALSHA only (ioredis loads a script with EVAL on its first NOSCRIPT).
-    await round(redis, a, b, 'warm', FULL_SHARE);
+    await round(read, a, b, 'warm', FULL_SHARE);
     const rounds: Map<string, PhaseCost>[] = [];
-    for (let r = 0; r < ROUNDS; r++) rounds.push(await round(redis, a, b, `round${r}`));
+    for (let r = 0; r < ROUNDS; r++) rounds.push(await round(read, a, b, `round${r}`));
     console.log('');
     console.log('phase                              ops   inner/op  script µs/op  Redis CPU µs/op  inner commands per op');
     for (const name of rounds[0]!.keys()) {
@@ -141,6 +158,7 @@ async function main(): Promise<void> {
       );
     }
   } finally {
+    cpuReader.disconnect();
     await Promise.all(connections.map((c) => c.close()));
     await redis.stop();
   }
