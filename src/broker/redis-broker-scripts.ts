@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { TRIMMED_KEYS_PER_LIMIT } from './trimmed-keys.js';
+import { LIB } from './redis-broker-lua.js';
 
 /**
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
@@ -26,82 +26,10 @@ import { TRIMMED_KEYS_PER_LIMIT } from './trimmed-keys.js';
  * here: Lua's numbers print large integers in exponent form, so only small offsets cross the script.
  * A held tab's keys live `keepAliveMs` and are re-held by their nodes well within it (a dead node's
  * tabs go by themselves); a tab nobody holds keeps them `idleStreamMs + presenceTtlMs` after its last
- * event or drop, for its session's return.
+ * event or drop, for its session's return. Every key gets its lifetime in the script that makes it, so the
+ * scripts lengthen one with `PEXPIRE … GT` (Redis 7.0) in one command, not PTTL then PEXPIRE: Redis runs
+ * one script at a time, and each inner command is its CPU (docs/benchmarks.md "Broker scripts").
  */
-const LIB = `
-local function holders(p, nodes, now)
-  local all = redis.call('HGETALL', p)
-  local live, conn = 0, false
-  for i = 1, #all, 2 do
-    local alive = tonumber(redis.call('ZSCORE', nodes, all[i]) or '0')
-    if alive <= now then redis.call('HDEL', p, all[i])
-    else
-      live = live + 1
-      if tonumber(all[i + 1]) > now then conn = true end
-    end
-  end
-  return live, conn
-end
-local function trim(ev, sent, limit, cutoff, k, kt)
-  local out, overflow, expired = {}, 0, 0
-  local kept = false
-  local n = redis.call('LLEN', ev)
-  while n > 0 do
-    local head = redis.call('LINDEX', ev, 0)
-    local off, at, fb, key = string.match(head, '^(%d+):(%d+):(%d)([%w_%-]*):')
-    local over = n > limit
-    if tonumber(at) >= cutoff then
-      if not over then break end
-      -- A written XMPP message awaiting its confirmation is kept past the count bound (not the age bound):
-      -- its node confirms or withdraws it within the confirmation deadline.
-      if fb == '1' and tonumber(off) <= sent then break end
-    end
-    redis.call('LPOP', ev)
-    if key ~= '' then
-      if tonumber(at) >= cutoff then
-        redis.call('RPUSH', kt, key .. ':' .. at)
-        kept = true
-      else redis.call('HDEL', k, key) end
-    end
-    n = n - 1
-    -- A fallback still on a written entry: never confirmed nor withdrawn (its node is gone), so it is stored.
-    if fb == '1' then table.insert(out, head)
-    elseif tonumber(off) > sent then
-      if over then overflow = overflow + 1 else expired = expired + 1 end
-    end
-  end
-  local m = redis.call('LLEN', kt)
-  if kept then
-    local ttl = redis.call('PTTL', k)
-    if ttl > 0 then redis.call('PEXPIRE', kt, ttl) end
-  end
-  while m > 0 do
-    local head = redis.call('LINDEX', kt, 0)
-    local hk, hat = string.match(head, '^([%w_%-]+):(%d+)$')
-    if m <= limit * ${TRIMMED_KEYS_PER_LIMIT} and tonumber(hat) >= cutoff then break end
-    redis.call('LPOP', kt)
-    redis.call('HDEL', k, hk)
-    m = m - 1
-  end
-  return out, overflow, expired
-end
-local function create(m, epoch)
-  if redis.call('HSETNX', m, 'e', epoch) == 1 then
-    redis.call('HSET', m, 'l', 0, 's', 0)
-    return 1
-  end
-  return 0
-end
-local function keep(ttl)
-  for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
-end
-local function extend(ttl)
-  for i = 1, 3 do
-    if redis.call('PTTL', KEYS[i]) < tonumber(ttl) then redis.call('PEXPIRE', KEYS[i], ttl) end
-  end
-end
-`;
-
 /**
  * KEYS m ev p nodes k kt; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key.
  * The script that appends the event announces it as `<id>:<announcement>` (redis-broker.ts reads it back) on
@@ -116,58 +44,79 @@ end
  * script neither appends nor announces it.
  * A `key` already in `k` for this epoch answers that entry (reply[1] = 2) and appends nothing: a publish
  * whose answer timed out may have run, and its retry must not run again (docs/redis.md "Outages").
+ * Each inner command costs Redis's one thread (docs/benchmarks.md "Broker scripts"): the meta fields are read
+ * once, the offset and touch written in one HSET, RPUSH's answer is the list's length.
  */
 const PUBLISH = `${LIB}
 local now = tonumber(ARGV[1])
-local function announce(epoch, off)
+local function announce(entries, epoch, off)
   local payload = string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9]
-  local all = redis.call('HGETALL', KEYS[3])
-  for i = 1, #all, 2 do
-    if tonumber(all[i + 1]) > now then redis.call('PUBLISH', ARGV[8] .. all[i], payload) end
+  for i = 1, #entries, 2 do
+    if tonumber(entries[i + 1]) > now then redis.call('PUBLISH', ARGV[8] .. entries[i], payload) end
   end
 end
-if ARGV[10] ~= '' then
+local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
+local epoch = meta[1]
+if ARGV[10] ~= '' and epoch then
   local earlier = redis.call('HGET', KEYS[5], ARGV[10])
-  local epoch = redis.call('HGET', KEYS[1], 'e')
-  if earlier and epoch then
+  if earlier then
     local e, off = string.match(earlier, '^(%d+):(%d+)$')
     if e == epoch then
       -- Told again: the first run's announcement may have been missed, and a writer skips an id it wrote.
-      announce(epoch, off)
+      announce(redis.call('HGETALL', KEYS[3]), epoch, off)
       return {2, epoch, off, 0, 0}
     end
   end
 end
+local entries
 if ARGV[6] == '1' then
-  local live, conn = holders(KEYS[3], KEYS[4], now)
+  local live, conn, kept = holders(KEYS[3], KEYS[4], now)
   if not conn then return {0} end
+  entries = kept
 end
-create(KEYS[1], ARGV[2])
-local off = redis.call('HINCRBY', KEYS[1], 'l', 1)
-redis.call('HSET', KEYS[1], 't', ARGV[1])
-redis.call('RPUSH', KEYS[2], off .. ':' .. ARGV[1] .. ':' .. ARGV[7])
-local epoch = redis.call('HGET', KEYS[1], 'e')
+local made = not epoch
+local off, sent
+if made then
+  epoch, off, sent = ARGV[2], 1, 0
+  redis.call('HSET', KEYS[1], 'e', epoch, 'l', off, 's', sent, 't', ARGV[1])
+else
+  off, sent = tonumber(meta[2]) + 1, tonumber(meta[3])
+  redis.call('HSET', KEYS[1], 'l', off, 't', ARGV[1])
+end
+local entry = off .. ':' .. ARGV[1] .. ':' .. ARGV[7]
+local n = redis.call('RPUSH', KEYS[2], entry)
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[5], ARGV[10], epoch .. ':' .. off) end
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5], KEYS[6])
+local out, overflow, expired, popped, trimmed = trim(KEYS[2], n, n == 1 and {entry} or nil, sent, tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5], KEYS[6])
 -- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs); the keys of
 -- its entries as long (a retry comes within the age bound, which is shorter).
-extend(math.max(tonumber(ARGV[5]), redis.call('PTTL', KEYS[1])))
-for i = 5, 6 do
-  if redis.call('EXISTS', KEYS[i]) == 1 then redis.call('PEXPIRE', KEYS[i], redis.call('PTTL', KEYS[1])) end
+local ttl = tonumber(ARGV[5])
+if made then redis.call('PEXPIRE', KEYS[1], ttl)
+else
+  local left = redis.call('PTTL', KEYS[1])
+  if left < ttl then redis.call('PEXPIRE', KEYS[1], ttl) else ttl = left end
 end
-announce(epoch, off)
+extend(KEYS[2], ttl, n == 1)
+extend(KEYS[3], ttl, false)
+redis.call('PEXPIRE', KEYS[5], ttl)
+if trimmed > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
+announce(entries or redis.call('HGETALL', KEYS[3]), epoch, off)
 local result = {1, epoch, off, overflow, expired}
 for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
 
 /** KEYS m ev p k kt; ARGV now limit cutoff */
 const READ = `${LIB}
-if redis.call('EXISTS', KEYS[1]) == 0 then return {} end
-local out, overflow, expired = trim(KEYS[2], tonumber(redis.call('HGET', KEYS[1], 's')), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4], KEYS[5])
 local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
+if not meta[1] then return {} end
+local all = redis.call('LRANGE', KEYS[2], 0, -1)
+local out, overflow, expired, popped, trimmed, kept = trim(KEYS[2], #all, all, tonumber(meta[3]), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4], KEYS[5])
+if kept and trimmed > 0 then
+  local ttl = redis.call('PTTL', KEYS[4])
+  if ttl > 0 then redis.call('PEXPIRE', KEYS[5], ttl) end
+end
 local result = {meta[1], meta[2], meta[3], expired + overflow, #out}
 for _, e in ipairs(out) do table.insert(result, e) end
-for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do table.insert(result, e) end
+for i = popped + 1, #all do table.insert(result, all[i]) end
 return result`;
 
 /** KEYS m; ARGV id */
@@ -221,23 +170,36 @@ return out`;
  * node's own detach, on its command connection in order with its attaches, lowers it).
  */
 const HOLD = `${LIB}
-local created = create(KEYS[1], ARGV[2])
-redis.call('HSET', KEYS[1], 't', ARGV[1])
-local current = redis.call('HGET', KEYS[3], ARGV[3])
-if not (ARGV[7] == '1' and current and tonumber(current) >= tonumber(ARGV[4])) then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
+local epoch, created = redis.call('HGET', KEYS[1], 'e'), 0
+if epoch then redis.call('HSET', KEYS[1], 't', ARGV[1])
+else
+  epoch, created = ARGV[2], 1
+  redis.call('HSET', KEYS[1], 'e', epoch, 'l', 0, 's', 0, 't', ARGV[1])
+end
+-- Whether this node's entry is new in p, which may then be new too (and have no lifetime yet).
+local fresh
+if ARGV[7] == '1' then
+  local current = redis.call('HGET', KEYS[3], ARGV[3])
+  if not (current and tonumber(current) >= tonumber(ARGV[4])) then redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) end
+  fresh = not current
+else fresh = redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) == 1 end
 -- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
 redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[3])
-extend(ARGV[6])
-return {created, redis.call('HGET', KEYS[1], 'e')}`;
+extend(KEYS[1], ARGV[6], created == 1)
+extend(KEYS[2], ARGV[6], false)
+if not (fresh and redis.call('PEXPIRE', KEYS[3], ARGV[6], 'NX') == 1) then extend(KEYS[3], ARGV[6], false) end
+return {created, epoch}`;
 
 /** KEYS m ev p nodes; ARGV now node ttl */
 const DROP = `${LIB}
 redis.call('HDEL', KEYS[3], ARGV[2])
 local live = holders(KEYS[3], KEYS[4], tonumber(ARGV[1]))
-if live > 0 or redis.call('EXISTS', KEYS[1]) == 0 then return {live} end
+if live > 0 then return {live} end
+local sent = redis.call('HGET', KEYS[1], 's')
+if not sent then return {live} end
 -- Nobody holds the tab: its stream waits for its session's return, then goes.
 keep(ARGV[3])
-local sent = tonumber(redis.call('HGET', KEYS[1], 's'))
+sent = tonumber(sent)
 local result = {0}
 for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
   local off, fb = string.match(e, '^(%d+):%d+:(%d)')

@@ -487,6 +487,57 @@ describe('redis broker across nodes', () => {
 });
 
 
+describe('redis broker key lifetimes', () => {
+  /** Each key of the prefix with its remaining lifetime (ms; -1: none). */
+  const lifetimes = async (inspect: Redis, prefix: string): Promise<Map<string, number>> => {
+    const out = new Map<string, number>();
+    for (const key of await inspect.keys(`${prefix}t:*`)) out.set(key.slice(key.lastIndexOf(':') + 1), await inspect.pttl(key));
+    return out;
+  };
+
+  it('every key a script makes gets a lifetime at once; a publish or hold only lengthens one (regression guard for PEXPIRE GT)', async () => {
+    const prefix = testPrefix('lifetimes');
+    const keepAliveMs = 600_000;
+    const { broker, connection } = await redisNode(prefix, { ...bounds, keepAliveMs });
+    const { broker: other } = await redisNode(prefix, { ...bounds, keepAliveMs }, 'node-2');
+    const inspect = connection.client;
+    const idle = bounds.idleStreamMs + bounds.presenceTtlMs;
+    const expectAll = async (expected: Record<string, [number, number]>) => {
+      const got = await lifetimes(inspect, prefix);
+      expect([...got.keys()].sort()).toEqual(Object.keys(expected).sort());
+      for (const [key, [low, high]] of Object.entries(expected)) {
+        expect(got.get(key), key).toBeGreaterThan(low);
+        expect(got.get(key), key).toBeLessThanOrEqual(high);
+      }
+    };
+    // Made by a publish nobody holds: the idle lifetime, the key's hash and trimmed keys' list too.
+    for (let n = 1; n <= bounds.limit + 2; n++) await broker.publish(A, ev(n), T0, undefined, `key-${n}`);
+    await expectAll({ m: [idle - 10_000, idle], ev: [idle - 10_000, idle], k: [idle - 10_000, idle], kt: [idle - 10_000, idle] });
+    // A hold makes `:p` on a stream that has a lifetime, and lengthens the stream's keys (not the publish keys').
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    await expectAll({ m: [keepAliveMs - 10_000, keepAliveMs], ev: [keepAliveMs - 10_000, keepAliveMs], p: [keepAliveMs - 10_000, keepAliveMs], k: [idle - 10_000, idle], kt: [idle - 10_000, idle] });
+    // Past the age bound a read empties the list (Redis deletes it); the next publish makes it again, with the
+    // stream's lifetime, and gives its keys that lifetime; a publish never shortens the held tab's keys.
+    await broker.read(A, undefined, T0 + bounds.maxAgeMs + 1);
+    expect((await lifetimes(inspect, prefix)).has('ev')).toBe(false);
+    await broker.publish(A, ev(9), T0 + bounds.maxAgeMs + 2, undefined, 'key-9');
+    await expectAll({ m: [keepAliveMs - 10_000, keepAliveMs], ev: [keepAliveMs - 10_000, keepAliveMs], p: [keepAliveMs - 10_000, keepAliveMs], k: [keepAliveMs - 10_000, keepAliveMs] });
+    // Dropped by its last holder, the tab shrinks to the idle lifetime; a hold then makes `:p` anew and lengthens the rest.
+    await broker.drop(A, 'node-1', T0 + bounds.maxAgeMs + 3);
+    await expectAll({ m: [idle - 10_000, idle], ev: [idle - 10_000, idle], k: [keepAliveMs - 10_000, keepAliveMs] });
+    await other.hold(A, 'node-2', 0, T0 + bounds.maxAgeMs + 4);
+    await expectAll({ m: [keepAliveMs - 10_000, keepAliveMs], ev: [keepAliveMs - 10_000, keepAliveMs], p: [keepAliveMs - 10_000, keepAliveMs], k: [keepAliveMs - 10_000, keepAliveMs] });
+    // A hold whose lifetime is shorter than the keys' (a node of another configuration) shortens nothing.
+    const { broker: short } = await redisNode(prefix, { ...bounds, keepAliveMs: 0 }, 'node-3');
+    await short.hold(A, 'node-3', 0, T0 + bounds.maxAgeMs + 5);
+    await expectAll({ m: [keepAliveMs - 10_000, keepAliveMs], ev: [keepAliveMs - 10_000, keepAliveMs], p: [keepAliveMs - 10_000, keepAliveMs], k: [keepAliveMs - 10_000, keepAliveMs] });
+    // A stream made by a hold (after Redis lost it) gets the hold's lifetime, `:p` with it.
+    await inspect.del(...(await inspect.keys(`${prefix}t:*`)));
+    await short.hold(A, 'node-3', 0, T0 + bounds.maxAgeMs + 6);
+    await expectAll({ m: [idle - 10_000, idle], p: [idle - 10_000, idle] });
+  });
+});
+
 describe('redis broker announcements on the wire', () => {
   it('are `<id>:<json>` on the prefixed channel of each node holding the tab, once each, the id digit for digit at real clock values', async () => {
     const prefix = testPrefix('wire');
