@@ -111,7 +111,10 @@ if not meta[1] then return {} end
 local all = redis.call('LRANGE', KEYS[2], 0, -1)
 local out, overflow, expired, popped, trimmed, kept = trim(KEYS[2], #all, all, tonumber(meta[3]), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4], KEYS[5])
 if kept and trimmed > 0 then
+  -- The keys' list lives as long as the keys' hash; with that gone (expired), as long as the stream, so it never
+  -- stays without a lifetime.
   local ttl = redis.call('PTTL', KEYS[4])
+  if ttl <= 0 then ttl = redis.call('PTTL', KEYS[1]) end
   if ttl > 0 then redis.call('PEXPIRE', KEYS[5], ttl) end
 end
 local result = {meta[1], meta[2], meta[3], expired + overflow, #out}

@@ -536,6 +536,27 @@ describe('redis broker key lifetimes', () => {
     await short.hold(A, 'node-3', 0, T0 + bounds.maxAgeMs + 6);
     await expectAll({ m: [idle - 10_000, idle], p: [idle - 10_000, idle] });
   });
+
+  it('a read that trims keyed entries after their keys\' hash expired still gives the trimmed keys\' list a lifetime', async () => {
+    const prefix = testPrefix('kt-lifetime');
+    const { broker, connection } = await redisNode(prefix, bounds);
+    const inspect = connection.client;
+    for (let n = 1; n <= bounds.limit; n++) await broker.publish(A, ev(n), T0, undefined, `key-${n}`);
+    const keys = await inspect.keys(`${prefix}t:*`);
+    const named = (suffix: string) => keys.find((k) => k.endsWith(`:${suffix}`))!;
+    // The publish keys' hash has expired (a retry window longer than the tab's lifetime), and the list holds one
+    // entry more than the count bound (an awaited message kept past it, since confirmed): the read trims a keyed,
+    // still young entry and keeps its key in `:kt`.
+    await inspect.del(named('k'));
+    await inspect.rpush(named('ev'), `${bounds.limit + 1}:${T0}:0:${JSON.stringify(ev(bounds.limit + 1))}`);
+    await inspect.hset(named('m'), 'l', bounds.limit + 1);
+    await broker.read(A, undefined, T0 + 1);
+    const kt = (await inspect.keys(`${prefix}t:*`)).find((k) => k.endsWith(':kt'));
+    expect(kt).toBeDefined();
+    const ttl = await inspect.pttl(kt!);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(bounds.idleStreamMs + bounds.presenceTtlMs);
+  });
 });
 
 describe('redis broker announcements on the wire', () => {
