@@ -116,12 +116,15 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
     ];
     const meter = new Meter(probes, redis, pg, [portA, portB]);
     const held = await holdTabs(nodes, meter);
-    // Idle: nothing but pings and the nodes' presence refreshes (and Redis PINGs from here, to see it stall).
+    // Idle: nothing but pings and the nodes' presence refreshes. Its rates are what every later window
+    // subtracts, so nothing of the benchmark's own runs in it: the Redis PINGs that show stalls come after, in
+    // a window of their own (they cost Redis ~17 ms of CPU a second here, as much as the idle nodes).
     const routedIdle0 = await readRouting(nodes);
     const closeIdle = await meter.open();
-    const redisPing = await pingRedis(redis.url, IDLE_MS);
+    await sleep(IDLE_MS);
     const idle = await closeIdle();
     const routedIdle = routingDelta(routedIdle0, await readRouting(nodes));
+    const redisPing = await pingRedis(redis.url, IDLE_MS);
     // The binding refresh (every 150 s per node), once on node A, on its own.
     const closeRefresh = await meter.open();
     const refreshed = JSON.parse((await fetchOnce(portA, 'POST', '/__bench/binding-refresh')).body.toString()) as { ms: number; tabs: number };
