@@ -1,6 +1,5 @@
 import { existsSync } from 'node:fs';
-import type { Config } from '../config/schema.js';
-import { openStore } from '../store/open.js';
+import { openStore, type StoreConfig } from '../store/open.js';
 import type { Store } from '../store/stores.js';
 
 /**
@@ -9,7 +8,7 @@ import type { Store } from '../store/stores.js';
  * command that would create a new SQLite file says which, so a mistyped TABWIRE_SQLITE_FILE is noticed
  * instead of silently listing an empty store.
  */
-export async function openOperatorStore(config: Pick<Config, 'databaseUrl' | 'databasePoolSize' | 'sqliteFile'>, stderr: NodeJS.WritableStream = process.stderr): Promise<Store> {
+export async function openOperatorStore(config: StoreConfig, stderr: NodeJS.WritableStream = process.stderr): Promise<Store> {
   if (config.databaseUrl === undefined && config.sqliteFile !== ':memory:' && !existsSync(config.sqliteFile)) {
     stderr.write(`tabwire: no store at ${config.sqliteFile} yet; it is created now (the service uses the same file; TABWIRE_SQLITE_FILE names another)\n`);
   }
