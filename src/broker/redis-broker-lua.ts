@@ -4,7 +4,8 @@ import { TRIMMED_KEYS_PER_LIMIT } from './trimmed-keys.js';
  * The Lua functions the broker's scripts share (redis-broker-scripts.ts, whose comment gives the keys), put
  * before each script that uses them. Written for few inner commands (each is CPU of Redis's one thread):
  * the trim reads heads in slices and removes what it dropped with one LTRIM, one HDEL and one RPUSH;
- * `holders` asks the nodes' liveness with one ZMSCORE; `extend` lengthens a lifetime in one PEXPIRE.
+ * `holders` asks the nodes' liveness once (`aliveUntil`, from the topology's prelude); `extend` lengthens a
+ * lifetime in one PEXPIRE.
  */
 export const LIB = `
 local function chunked(cmd, key, values)
@@ -13,14 +14,14 @@ local function chunked(cmd, key, values)
   for i = 1, #values, 1000 do reply = redis.call(cmd, key, unpack(values, i, math.min(i + 999, #values))) end
   return reply
 end
-local function holders(p, nodes, now)
+local function holders(p, now)
   -- Also returns the live entries (node, connected time, …), what HGETALL would answer after the pruning.
   local all = redis.call('HGETALL', p)
   local live, conn, kept, dead = 0, false, {}, {}
   if #all == 0 then return live, conn, kept end
   local names = {}
   for i = 1, #all, 2 do table.insert(names, all[i]) end
-  local alive = redis.call('ZMSCORE', nodes, unpack(names))
+  local alive = aliveUntil(names)
   for j, node in ipairs(names) do
     if tonumber(alive[j] or '0') <= now then table.insert(dead, node)
     else
@@ -92,4 +93,33 @@ local function extend(key, ttl, made)
   -- in the script that made it, so GT (Redis 7.0) lengthens it only: PTTL and a PEXPIRE in one command.
   if made then redis.call('PEXPIRE', key, ttl) else redis.call('PEXPIRE', key, ttl, 'GT') end
 end
+`;
+
+/**
+ * How a script learns which nodes are alive and tells a holder of a new event, on one Redis: the nodes'
+ * sorted set is the script's last key (ZMSCORE; a node new to Redis enters it at its first hold), and the
+ * announcement is a PUBLISH on the holder's channel, in the same step as the append.
+ */
+export const SINGLE_PRELUDE = `
+local function aliveUntil(names) return redis.call('ZMSCORE', KEYS[#KEYS], unpack(names)) end
+local function seen(node, untilMs) redis.call('ZADD', KEYS[#KEYS], 'NX', untilMs, node) end
+local function tell(channelPrefix, node, payload) redis.call('PUBLISH', channelPrefix .. node, payload) return '' end
+`;
+
+/**
+ * The same on a Redis Cluster, where a script may touch only its tab's hash slot: the calling node passes the
+ * nodes it knows dead (its last heartbeat's view of the sorted set, which lives in a slot of its own) as the
+ * last argument, space-separated; any other node counts as alive. The script cannot publish to another slot's
+ * channel, so `tell` only names the holder, and the node publishes after the script (docs/redis.md "Redis
+ * Cluster").
+ */
+export const CLUSTER_PRELUDE = `
+local function aliveUntil(names)
+  local dead, out = {}, {}
+  for name in string.gmatch(ARGV[#ARGV], '%S+') do dead[name] = true end
+  for j, name in ipairs(names) do out[j] = dead[name] and 0 or math.huge end
+  return out
+end
+local function seen(node, untilMs) end
+local function tell(channelPrefix, node, payload) return node end
 `;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { LIB } from './redis-broker-lua.js';
+import { CLUSTER_PRELUDE, LIB, SINGLE_PRELUDE } from './redis-broker-lua.js';
 
 /**
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
@@ -17,7 +17,9 @@ import { LIB } from './redis-broker-lua.js';
  *   `limit` entries on is still answered as the entry it repeats. At most `TRIMMED_KEYS_PER_LIMIT` × limit of
  *   them are kept per tab (a bound on memory; a tab that gets more events than that within the age bound
  *   loses the guarantee for the oldest).
- * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat.
+ * And one key for all tabs, `…nodes`: a sorted set of node -> alive until (ms), the nodes' heartbeat. On one
+ * Redis it is the last key of each script that asks liveness; on a Redis Cluster it lives in a slot of its own,
+ * and the calling node passes what it knows of it (redis-broker-lua.ts, the topologies' preludes).
  * A tab's holder counts only while its node is alive, so a node keeps all its tabs with one command
  * every few seconds instead of one script per tab (docs/benchmarks.md#cluster-round-trips: re-stamping 19,000
  * tabs every 10 s kept Redis busy for 0.6 s each time, and events waited behind it).
@@ -31,7 +33,7 @@ import { LIB } from './redis-broker-lua.js';
  * one script at a time, and each inner command is its CPU (docs/benchmarks.md "Broker scripts").
  */
 /**
- * KEYS m ev p nodes k kt; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key.
+ * KEYS m ev p k kt [nodes]; ARGV now epoch limit cutoff ttl requireConnected entryTail channelPrefix announcement key [dead].
  * The script that appends the event announces it as `<id>:<announcement>` (redis-broker.ts reads it back) on
  * the channel of each node that has the tab connected (`channelPrefix` + node: one PUBLISH per entry of `p`
  * whose connected time is ahead), in the same step as the append: one round trip instead of two on every
@@ -47,30 +49,35 @@ import { LIB } from './redis-broker-lua.js';
  * Each inner command costs Redis's one thread (docs/benchmarks.md "Broker scripts"): the meta fields are read
  * once, the offset and touch written in one HSET, RPUSH's answer is the list's length.
  */
-const PUBLISH = `${LIB}
+const PUBLISH = (prelude: string): string => `${prelude}${LIB}
 local now = tonumber(ARGV[1])
+-- Returns the holders told, space-separated, when the node is to tell them (a Redis Cluster), else ''.
 local function announce(entries, epoch, off)
   local payload = string.format('%.0f', tonumber(epoch) + tonumber(off)) .. ':' .. ARGV[9]
+  local told = {}
   for i = 1, #entries, 2 do
-    if tonumber(entries[i + 1]) > now then redis.call('PUBLISH', ARGV[8] .. entries[i], payload) end
+    if tonumber(entries[i + 1]) > now then
+      local name = tell(ARGV[8], entries[i], payload)
+      if name then table.insert(told, name) end
+    end
   end
+  return table.concat(told, ' ')
 end
 local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
 local epoch = meta[1]
 if ARGV[10] ~= '' and epoch then
-  local earlier = redis.call('HGET', KEYS[5], ARGV[10])
+  local earlier = redis.call('HGET', KEYS[4], ARGV[10])
   if earlier then
     local e, off = string.match(earlier, '^(%d+):(%d+)$')
     if e == epoch then
       -- Told again: the first run's announcement may have been missed, and a writer skips an id it wrote.
-      announce(redis.call('HGETALL', KEYS[3]), epoch, off)
-      return {2, epoch, off, 0, 0}
+      return {2, epoch, off, 0, 0, announce(redis.call('HGETALL', KEYS[3]), epoch, off)}
     end
   end
 end
 local entries
 if ARGV[6] == '1' then
-  local live, conn, kept = holders(KEYS[3], KEYS[4], now)
+  local live, conn, kept = holders(KEYS[3], now)
   if not conn then return {0} end
   entries = kept
 end
@@ -85,8 +92,8 @@ else
 end
 local entry = off .. ':' .. ARGV[1] .. ':' .. ARGV[7]
 local n = redis.call('RPUSH', KEYS[2], entry)
-if ARGV[10] ~= '' then redis.call('HSET', KEYS[5], ARGV[10], epoch .. ':' .. off) end
-local out, overflow, expired, popped, trimmed = trim(KEYS[2], n, n == 1 and {entry} or nil, sent, tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[5], KEYS[6])
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[4], ARGV[10], epoch .. ':' .. off) end
+local out, overflow, expired, popped, trimmed = trim(KEYS[2], n, n == 1 and {entry} or nil, sent, tonumber(ARGV[3]), tonumber(ARGV[4]), KEYS[4], KEYS[5])
 -- The event list lives as long as the rest of the tab's state (a held tab's: keepAliveMs); the keys of
 -- its entries as long (a retry comes within the age bound, which is shorter).
 local ttl = tonumber(ARGV[5])
@@ -97,10 +104,9 @@ else
 end
 extend(KEYS[2], ttl, n == 1)
 extend(KEYS[3], ttl, false)
-redis.call('PEXPIRE', KEYS[5], ttl)
-if trimmed > 0 then redis.call('PEXPIRE', KEYS[6], ttl) end
-announce(entries or redis.call('HGETALL', KEYS[3]), epoch, off)
-local result = {1, epoch, off, overflow, expired}
+redis.call('PEXPIRE', KEYS[4], ttl)
+if trimmed > 0 then redis.call('PEXPIRE', KEYS[5], ttl) end
+local result = {1, epoch, off, overflow, expired, announce(entries or redis.call('HGETALL', KEYS[3]), epoch, off)}
 for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
 
@@ -166,13 +172,13 @@ for _, e in ipairs(out) do redis.call('LREM', KEYS[2], 1, e) end
 return out`;
 
 /**
- * KEYS m ev p nodes; ARGV now epoch node connectedUntil aliveUntil ttl keepLater. `keepLater` '1' (the
+ * KEYS m ev p [nodes]; ARGV now epoch node connectedUntil aliveUntil ttl keepLater. `keepLater` '1' (the
  * periodic re-hold): a later connected time already there stays. The re-hold reads a tab's connected time
  * before its pipeline runs, on a connection of its own, so it may land after the `twHold` of a connection
  * that attached meanwhile; lowering that entry would stop the tab's announcements to its node (only the
  * node's own detach, on its command connection in order with its attaches, lowers it).
  */
-const HOLD = `${LIB}
+const HOLD = (prelude: string): string => `${prelude}${LIB}
 local epoch, created = redis.call('HGET', KEYS[1], 'e'), 0
 if epoch then redis.call('HSET', KEYS[1], 't', ARGV[1])
 else
@@ -187,16 +193,16 @@ if ARGV[7] == '1' then
   fresh = not current
 else fresh = redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) == 1 end
 -- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
-redis.call('ZADD', KEYS[4], 'NX', ARGV[5], ARGV[3])
+seen(ARGV[3], ARGV[5])
 extend(KEYS[1], ARGV[6], created == 1)
 extend(KEYS[2], ARGV[6], false)
 if not (fresh and redis.call('PEXPIRE', KEYS[3], ARGV[6], 'NX') == 1) then extend(KEYS[3], ARGV[6], false) end
 return {created, epoch}`;
 
-/** KEYS m ev p nodes; ARGV now node ttl */
-const DROP = `${LIB}
+/** KEYS m ev p [nodes]; ARGV now node ttl [dead] */
+const DROP = (prelude: string): string => `${prelude}${LIB}
 redis.call('HDEL', KEYS[3], ARGV[2])
-local live = holders(KEYS[3], KEYS[4], tonumber(ARGV[1]))
+local live = holders(KEYS[3], tonumber(ARGV[1]))
 if live > 0 then return {live} end
 local sent = redis.call('HGET', KEYS[1], 's')
 if not sent then return {live} end
@@ -213,15 +219,18 @@ for _, e in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
 end
 return result`;
 
-/** KEYS p nodes; ARGV now */
-const PRESENCE = `${LIB}
-local live, conn = holders(KEYS[1], KEYS[2], tonumber(ARGV[1]))
+/** KEYS p [nodes]; ARGV now [dead] */
+const PRESENCE = (prelude: string): string => `${prelude}${LIB}
+local live, conn = holders(KEYS[1], tonumber(ARGV[1]))
 return {live, conn and 1 or 0}`;
 
 /**
- * KEYS nodes generation; ARGV now node aliveUntil newGeneration. Extends the node's life and returns
- * Redis's generation: a marker made again whenever Redis lost its data, so each node learns that it must
- * hold its tabs again. Nodes dead for good leave the set here, so it stays as small as the cluster.
+ * KEYS nodes generation; ARGV now node aliveUntil newGeneration forgetBefore withView. Extends the node's life and
+ * returns Redis's generation: a marker made again whenever Redis lost its data, so each node learns that it must
+ * hold its tabs again. Nodes whose life ended before `forgetBefore` leave the set here, so it stays as small as
+ * the cluster: on one Redis at once (a node the set does not know counts as dead there); on a Redis Cluster a day
+ * later, because a node unknown to a caller's view counts as alive there. `withView` '1': the reply also
+ * carries the set, node then alive-until, for the caller's view (a Redis Cluster's scripts cannot read it).
  */
 const HEARTBEAT = `
 local generation = redis.call('GET', KEYS[2])
@@ -229,35 +238,56 @@ if not generation then
   generation = ARGV[4]
   redis.call('SET', KEYS[2], generation)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[5])
 redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[2])
-return generation`;
+local reply = {generation}
+if ARGV[6] == '1' then
+  for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do table.insert(reply, v) end
+end
+return reply`;
 
 /** What a script answers: Lua tables arrive as arrays of strings and integers. */
 export type Reply = (string | number)[];
 
-/** The scripts as commands of a connection (ioredis sends each once and then runs it by its digest). */
+/**
+ * One Redis, or a Redis Cluster (docs/redis.md "Redis Cluster"). On a cluster the scripts that ask liveness
+ * take no nodes key and one more argument (the dead nodes), and the append script names the holders instead
+ * of publishing to them.
+ */
+export type BrokerTopology = 'single' | 'cluster';
+
+/**
+ * The scripts as commands of a connection (ioredis sends each once and then runs it by its digest). Keys
+ * and arguments as the scripts' comments give them; `[nodes]` and `[dead]` as the topology has them.
+ */
 export interface BrokerCommands {
-  twPublish(m: string, ev: string, p: string, nodes: string, k: string, kt: string, ...args: (string | number)[]): Promise<Reply>;
+  twPublish(...keysAndArgs: (string | number)[]): Promise<Reply>;
   twRead(m: string, ev: string, p: string, k: string, kt: string, ...args: (string | number)[]): Promise<Reply>;
   twMarkSent(m: string, id: number): Promise<number>;
   twConfirm(m: string, ev: string, through: number | '', ...ids: number[]): Promise<number>;
   twWithdraw(m: string, ev: string, ...ids: number[]): Promise<Reply>;
-  twHold(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
-  twDrop(m: string, ev: string, p: string, nodes: string, ...args: (string | number)[]): Promise<Reply>;
-  twPresence(p: string, nodes: string, now: number): Promise<Reply>;
-  twHeartbeat(nodes: string, generation: string, now: number, node: string, aliveUntil: number, newGeneration: string): Promise<string>;
+  twHold(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  twDrop(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  twPresence(...keysAndArgs: (string | number)[]): Promise<Reply>;
+  twHeartbeat(nodes: string, generation: string, now: number, node: string, aliveUntil: number, newGeneration: string, forgetBefore: number, withView: 0 | 1): Promise<Reply>;
+}
+
+/** What `defineCommand` needs: a connection to one Redis or to a Redis Cluster. */
+interface DefinesCommands {
+  defineCommand(name: string, definition: { numberOfKeys: number; lua: string }): void;
 }
 
 /** Adds the scripts to a command connection as `tw…` commands. */
-export function defineBrokerCommands(connection: Redis): void {
-  connection.defineCommand('twPublish', { numberOfKeys: 6, lua: PUBLISH });
+export function defineBrokerCommands(connection: DefinesCommands, topology: BrokerTopology): void {
+  const prelude = topology === 'single' ? SINGLE_PRELUDE : CLUSTER_PRELUDE;
+  const nodesKey = topology === 'single' ? 1 : 0;
+  connection.defineCommand('twPublish', { numberOfKeys: 5 + nodesKey, lua: PUBLISH(prelude) });
   connection.defineCommand('twRead', { numberOfKeys: 5, lua: READ });
   connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
   connection.defineCommand('twConfirm', { numberOfKeys: 2, lua: CONFIRM });
   connection.defineCommand('twWithdraw', { numberOfKeys: 2, lua: WITHDRAW });
-  connection.defineCommand('twHold', { numberOfKeys: 4, lua: HOLD });
-  connection.defineCommand('twDrop', { numberOfKeys: 4, lua: DROP });
-  connection.defineCommand('twPresence', { numberOfKeys: 2, lua: PRESENCE });
+  connection.defineCommand('twHold', { numberOfKeys: 3 + nodesKey, lua: HOLD(prelude) });
+  connection.defineCommand('twDrop', { numberOfKeys: 3 + nodesKey, lua: DROP(prelude) });
+  connection.defineCommand('twPresence', { numberOfKeys: 1 + nodesKey, lua: PRESENCE(prelude) });
   connection.defineCommand('twHeartbeat', { numberOfKeys: 2, lua: HEARTBEAT });
 }

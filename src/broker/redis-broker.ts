@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { TabAddress } from '../protocol/address.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { RedisConnection } from '../redis/connection.js';
+import type { RedisClusterConnection } from '../redis/cluster-connection.js';
 import {
   epochAt,
   NONE_AWAITING,
@@ -18,7 +19,8 @@ import {
   type StreamRead,
 } from './broker.js';
 import { Listeners } from '../listeners.js';
-import { defineBrokerCommands, type BrokerCommands, type Reply } from './redis-broker-scripts.js';
+import { defineBrokerCommands, type BrokerCommands, type BrokerTopology, type Reply } from './redis-broker-scripts.js';
+import { LivenessView } from './liveness-view.js';
 
 /**
  * Announcements to a node go on `events:<node>` (prefixed, docs/redis.md "Keys"): the append script publishes
@@ -79,11 +81,17 @@ function parseAnnouncement(payload: string): Announcement {
 const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
   raws.map((raw) => parseEntry(String(raw), 0).fallback).filter((f): f is DeliveryFallback => f !== undefined);
 
+/** A connection the broker's scripts run on: to one Redis, or to a Redis Cluster. */
+type ScriptConnection = (Redis | Cluster) & BrokerCommands;
+
+/** How long a Redis Cluster keeps a dead node in the nodes' set: a node its callers' views do not know counts as alive there. */
+const CLUSTER_FORGET_DEAD_MS = 24 * 60 * 60 * 1000;
+
 export interface RedisBrokerOptions {
   /** This node's name in the tabs' presence (the hub's `node`): the broker hears the announcements addressed to it. */
   node: string;
   /** A second command connection for the periodic presence refresh (see `refresh`). */
-  refreshConnection?: Redis;
+  refreshConnection?: Redis | Cluster;
   /** Receives unreadable announcements and listeners' exceptions. */
   log: Pick<Logger, 'error' | 'warn'>;
 }
@@ -97,33 +105,47 @@ export interface RedisBrokerOptions {
  * the order they were published).
  */
 export class RedisBroker implements Broker {
-  private readonly redis: Redis & BrokerCommands;
+  private readonly redis: ScriptConnection;
+  private readonly topology: BrokerTopology;
+  /** On a Redis Cluster: the nodes' set as this node's last heartbeat read it (the scripts cannot). */
+  private readonly liveness: LivenessView;
+  /**
+   * On a Redis Cluster: the nodes this broker has held tabs for, each after one heartbeat of it. There a
+   * node unknown to the nodes' set counts as alive, so a node must be in the set before its first hold,
+   * or a node that died before its first heartbeat would count as a holder until its tabs' keys expire.
+   */
+  private readonly introduced = new Map<string, Promise<unknown>>();
   /** Lifetime of the keys of a tab nobody holds (after its last event or drop). */
   private readonly ttl: number;
   private readonly nodes: string;
+  private readonly generation: string;
   private readonly prefix: string;
   /** Where the script announces to a holder: the prefixed channel name before the node's name. */
   private readonly channelPrefix: string;
-  private readonly refreshConnection: Redis | undefined;
+  private readonly refreshConnection: ScriptConnection | undefined;
   private readonly log: Pick<Logger, 'error' | 'warn'>;
   private readonly listeners: Listeners<Announcement>;
   private unsubscribe: (() => Promise<void>) | undefined;
 
   private constructor(
-    private readonly connection: RedisConnection,
+    private readonly connection: RedisConnection | RedisClusterConnection,
     private readonly bounds: BrokerBounds,
     options: RedisBrokerOptions,
   ) {
     this.prefix = connection.prefix;
     this.channelPrefix = connection.channel(EVENTS_CHANNEL_PREFIX);
-    this.refreshConnection = options.refreshConnection;
+    this.topology = connection.topology;
     this.log = options.log;
     this.listeners = new Listeners('broker listener', options.log);
-    const { refreshConnection } = this;
-    for (const c of refreshConnection ? [connection.client, refreshConnection] : [connection.client]) defineBrokerCommands(c);
-    this.redis = connection.client as Redis & BrokerCommands;
+    const { refreshConnection } = options;
+    for (const c of refreshConnection ? [connection.client, refreshConnection] : [connection.client]) defineBrokerCommands(c, this.topology);
+    this.redis = connection.client as ScriptConnection;
+    this.refreshConnection = refreshConnection as ScriptConnection | undefined;
     this.ttl = bounds.idleStreamMs + bounds.presenceTtlMs;
-    this.nodes = `${this.prefix}nodes`;
+    // On a cluster the set and the generation share a slot of their own (one script touches both).
+    this.nodes = this.topology === 'single' ? `${this.prefix}nodes` : `${this.prefix}{nodes}`;
+    this.generation = this.topology === 'single' ? `${this.prefix}generation` : `${this.prefix}{nodes}:generation`;
+    this.liveness = new LivenessView(bounds.presenceTtlMs);
   }
 
   /**
@@ -131,7 +153,7 @@ export class RedisBroker implements Broker {
    * node's events channel before it is returned (or, while Redis is down, as soon as it is back:
    * connection.subscribe), so it hears every event of a tab from the moment the node holds it.
    */
-  static async open(connection: RedisConnection, bounds: BrokerBounds, options: RedisBrokerOptions): Promise<RedisBroker> {
+  static async open(connection: RedisConnection | RedisClusterConnection, bounds: BrokerBounds, options: RedisBrokerOptions): Promise<RedisBroker> {
     const broker = new RedisBroker(connection, bounds, options);
     broker.unsubscribe = await connection.subscribe(eventsChannel(options.node), (payload) => broker.receive(payload));
     return broker;
@@ -140,18 +162,20 @@ export class RedisBroker implements Broker {
   async publish(to: TabAddress, event: TabEvent, now: number, fallback?: DeliveryFallback, key = ''): Promise<PublishOutcome> {
     if (key !== '' && !PUBLISH_KEY_PATTERN.test(key)) throw new Error(`publish key ${JSON.stringify(key)} is not ${PUBLISH_KEY_PATTERN}`);
     const body = JSON.stringify(fallback ? { type: event.type, data: event.data, fallback } : { type: event.type, data: event.data });
-    const [m, ev, p, k, kt] = this.keys(to);
+    const cluster = this.topology === 'cluster';
+    const announcement = announcementBody(to, event, fallback !== undefined);
     const reply = await this.redis.twPublish(
-      m, ev, p, this.nodes, k, kt,
+      ...this.keys(to), ...this.nodesKey(),
       now, epochAt(now), this.bounds.limit, now - this.bounds.maxAgeMs, this.ttl, fallback ? 1 : 0, `${fallback ? 1 : 0}${key}:${body}`,
-      this.channelPrefix, announcementBody(to, event, fallback !== undefined), key,
+      this.channelPrefix, cluster ? '' : announcement, key, ...this.deadNodes(now),
     );
     const answer = Number(reply[0]);
     if (answer === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
     const id = Number(reply[1]) + Number(reply[2]);
+    if (cluster) await this.announce(String(reply[5]), `${id}:${announcement}`, fallback !== undefined);
     return {
       frame: { type: event.type, data: event.data, id },
-      unsent: fallbacksOf(reply.slice(5)),
+      unsent: fallbacksOf(reply.slice(6)),
       dropped: { overflow: Number(reply[3]), expired: Number(reply[4]) },
       ...(answer === 2 ? { duplicate: true } : {}),
     };
@@ -200,12 +224,19 @@ export class RedisBroker implements Broker {
   }
 
   async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
+    await this.introduce(node, now);
     const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now, false));
     return { created: Number(reply[0]) === 1, epoch: Number(reply[1]) };
   }
 
   async heartbeat(node: string, now: number): Promise<string> {
-    return this.redis.twHeartbeat(this.nodes, `${this.prefix}generation`, now, node, now + this.bounds.presenceTtlMs, randomUUID());
+    const cluster = this.topology === 'cluster';
+    const reply = await this.redis.twHeartbeat(
+      this.nodes, this.generation, now, node, now + this.bounds.presenceTtlMs, randomUUID(),
+      cluster ? now - CLUSTER_FORGET_DEAD_MS : now, cluster ? 1 : 0,
+    );
+    if (cluster) this.liveness.update(reply.slice(1), now);
+    return String(reply[0]);
   }
 
   /**
@@ -215,16 +246,14 @@ export class RedisBroker implements Broker {
    * long for Redis's one thread.
    */
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
+    await this.introduce(node, now);
     const lost: TabAddress[] = [];
-    const redis = (this.refreshConnection ?? this.redis) as Redis & BrokerCommands;
+    const redis = this.refreshConnection ?? this.redis;
     for (let i = 0; i < tabs.length; i += REFRESH_SLICE) {
       if (i > 0) await new Promise((resolve) => setImmediate(resolve));
       const slice = tabs.slice(i, i + REFRESH_SLICE);
-      const pipeline = redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
-      for (const { to, connectedUntil } of slice) void pipeline.twHold(...this.holdArgs(to, node, connectedUntil, now, true));
-      const results = (await pipeline.exec()) ?? [];
-      results.forEach(([err, reply], n) => {
-        if (err) throw err;
+      const replies = await this.holdAll(redis, slice.map(({ to, connectedUntil }) => this.holdArgs(to, node, connectedUntil, now, true)));
+      replies.forEach((reply, n) => {
         if (Number(reply[0]) === 1) lost.push(slice[n]!.to);
       });
     }
@@ -233,12 +262,12 @@ export class RedisBroker implements Broker {
 
   async drop(to: TabAddress, node: string, now: number): Promise<{ holders: number; unsent: DeliveryFallback[] }> {
     const [m, ev, p] = this.keys(to);
-    const reply = await this.redis.twDrop(m, ev, p, this.nodes, now, node, this.ttl);
+    const reply = await this.redis.twDrop(m, ev, p, ...this.nodesKey(), now, node, this.ttl, ...this.deadNodes(now));
     return { holders: Number(reply[0]), unsent: fallbacksOf(reply.slice(1)) };
   }
 
   async presence(to: TabAddress, now: number): Promise<{ held: boolean; connected: boolean }> {
-    const reply = await this.redis.twPresence(this.keys(to)[2], this.nodes, now);
+    const reply = await this.redis.twPresence(this.keys(to)[2], ...this.nodesKey(), now, ...this.deadNodes(now));
     return { held: Number(reply[0]) > 0, connected: Number(reply[1]) === 1 };
   }
 
@@ -264,13 +293,66 @@ export class RedisBroker implements Broker {
     this.listeners.tell(announcement);
   }
 
-  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): [string, string, string, string, ...(string | number)[]] {
+  private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): (string | number)[] {
     const [m, ev, p] = this.keys(to);
     const until = Math.floor(Math.min(connectedUntil, Number.MAX_SAFE_INTEGER));
-    return [m, ev, p, this.nodes, now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0];
+    return [m, ev, p, ...this.nodesKey(), now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0];
   }
 
-  private keys(to: TabAddress): [string, string, string, string, string] {
+  /**
+   * Many holds at once: on one Redis one pipeline; on a cluster each its own command (a pipeline's keys
+   * must share a slot there), sent together so the client writes them to each shard in few writes.
+   */
+  private async holdAll(redis: ScriptConnection, all: (string | number)[][]): Promise<Reply[]> {
+    if (this.topology === 'cluster') return Promise.all(all.map((args) => redis.twHold(...args)));
+    const pipeline = redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
+    for (const args of all) void pipeline.twHold(...args);
+    return ((await pipeline.exec()) ?? []).map(([err, reply]) => {
+      if (err) throw err;
+      return reply;
+    });
+  }
+
+  /** On a cluster, the first time `node` holds a tab here: its heartbeat first (see `introduced`). */
+  private async introduce(node: string, now: number): Promise<void> {
+    if (this.topology === 'single') return;
+    let first = this.introduced.get(node);
+    if (!first) {
+      first = this.heartbeat(node, now);
+      this.introduced.set(node, first);
+      // A failed heartbeat is tried again at the next hold.
+      first.catch(() => this.introduced.delete(node));
+    }
+    await first;
+  }
+
+  /** The nodes' set as a script's last key, on one Redis; on a cluster the scripts take `deadNodes` instead. */
+  private nodesKey(): string[] {
+    return this.topology === 'single' ? [this.nodes] : [];
+  }
+
+  /** On a cluster: the nodes this node knows dead, as the scripts' last argument (redis-broker-lua.ts). */
+  private deadNodes(now: number): string[] {
+    return this.topology === 'single' ? [] : [this.liveness.dead(now).join(' ')];
+  }
+
+  /**
+   * On a cluster: tells the holders the script named (sharded pub/sub, each on its node's channel). A failed
+   * announcement of an event without a fallback fails the publish: the hub offers it again under the same key,
+   * and the broker's answer to that retry announces it again. One with a fallback is not failed (the hub
+   * would store it while the stream keeps it): it waits in the stream for its tab's next read.
+   */
+  private async announce(told: string, payload: string, hasFallback: boolean): Promise<void> {
+    if (told === '') return;
+    const connection = this.connection as RedisClusterConnection;
+    const results = await Promise.allSettled(told.split(' ').map((holder) => connection.publish(this.channelPrefix + holder, payload)));
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (!failed) return;
+    if (!hasFallback) throw failed.reason;
+    this.log.warn({ err: failed.reason }, 'an event announcement failed; its tab reads it with its next read');
+  }
+
+  private keys(to: TabAddress): [m: string, ev: string, p: string, k: string, kt: string] {
     const base = `${this.prefix}t:{${to.session}:${to.tabId}}`;
     return [`${base}:m`, `${base}:ev`, `${base}:p`, `${base}:k`, `${base}:kt`];
   }

@@ -123,6 +123,9 @@ function finish(input: ConfigInput): Config {
   if ((input.tlsCertFile === undefined) !== (input.tlsKeyFile === undefined)) {
     throw new ConfigError('invalid configuration:\n  tlsCertFile (TABWIRE_TLS_CERT_FILE) and tlsKeyFile (TABWIRE_TLS_KEY_FILE) must be set together');
   }
+  if (input.redisClusterUrls !== undefined && input.redisUrl === undefined) {
+    throw new ConfigError('invalid configuration:\n  redisClusterUrls (TABWIRE_REDIS_CLUSTER_URLS) needs redisUrl (TABWIRE_REDIS_URL), which keeps what is not per tab');
+  }
   if (input.xmppService !== undefined && input.xmppComponentSecret === undefined) {
     throw new ConfigError('invalid configuration:\n  xmppComponentSecret (TABWIRE_XMPP_COMPONENT_SECRET) is needed with xmppService');
   }

@@ -30,6 +30,12 @@ export const ConfigSchema = Type.Object(
      * tab presence, XMPP event handlers, rate limits and leases are shared through it (docs/deployment.md).
      */
     redisUrl: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+    /**
+     * Cluster mode beyond one Redis core: the seed nodes (`redis://host:port`) of a Redis Cluster (7.0 or later)
+     * that then carries the per-tab event streams, the tabs' presence and the event announcements, the Redis
+     * load that grows with the waiting tabs; everything else stays on `redisUrl` (docs/redis.md "Redis Cluster").
+     */
+    redisClusterUrls: Type.Optional(Type.Array(Type.String({ pattern: '^rediss?://[^/?#]+/?$' }), { minItems: 1, maxItems: 64 })),
     /** Put before every Redis key and channel of this deployment, so several can share one Redis (docs/redis.md). */
     redisKeyPrefix: Type.String({ default: 'tabwire:', pattern: '^[A-Za-z0-9_.:-]{0,64}$' }),
     /** Further origins whose pages may use the service; the origin of publicBaseUrl is always allowed. No wildcards. */

@@ -29,6 +29,8 @@ export type ChannelListener = (payload: string) => void;
  * builds its keys with `key(...)` and its channels with `channel(...)`, never by hand.
  */
 export interface RedisConnection {
+  /** One Redis (a Redis Cluster's connection is cluster-connection.ts). */
+  readonly topology: 'single';
   /** For commands and Lua scripts. Never put in subscriber mode and never used for blocking reads. */
   readonly client: Redis;
   readonly prefix: string;
@@ -160,6 +162,7 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
   };
 
   return {
+    topology: 'single',
     client,
     prefix,
     key: (...parts) => prefix + parts.join(':'),

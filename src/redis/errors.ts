@@ -4,9 +4,10 @@ const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE
 /**
  * What ioredis rejects a command with when it got no answer: the client-side `commandTimeout`
  * (connection.ts), the offline queue flushed after failed reconnects (MaxRetriesPerRequestError),
- * and a connection closed under the command.
+ * and a connection closed under the command; and those of its Redis Cluster client when no shard (or not the
+ * one a command needs) can be reached.
  */
-const CLIENT_MESSAGES = /^(Command timed out|Reached the max retries per request limit|Connection is closed\.|Stream isn't writeable)/;
+const CLIENT_MESSAGES = /^(Command timed out|Reached the max retries per request limit|Connection is closed\.|Stream isn't writeable|Cluster is disconnected|Cluster isn't ready|None of startup nodes is available|Failed to refresh slots cache|Node is disconnected|Too many Cluster redirections)/;
 
 /**
  * Error replies of a Redis that cannot serve now (Redis documentation, "Error replies"): LOADING (reading

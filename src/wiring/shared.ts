@@ -21,6 +21,7 @@ import { RedisLease } from '../lease/redis-lease.js';
 import { rateLimitStoreByLimit, type RateLimitStore } from '../rate-limit/rate-limit-store.js';
 import { redisRateLimitStore } from '../rate-limit/redis-rate-limit-store.js';
 import { syncedRateLimitStore } from '../rate-limit/synced-rate-limit-store.js';
+import { connectRedisCluster } from '../redis/cluster-connection.js';
 import { connectRedis, type RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/schema.js';
 import { MemoryLoginThrottle } from '../throttle/memory-throttle.js';
@@ -93,10 +94,12 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   // broker announces each event itself (on Redis: in the script that appends it, to the nodes that hold the
   // tab) and listens on this node's channel through the connection's subscriber, subscribed before the node serves.
   const brokerLog = log.child({ module: 'broker' });
+  // With `redisClusterUrls` the streams and the presence go on a Redis Cluster, and only there.
+  const streams = redis && config.redisClusterUrls ? connectRedisCluster(config.redisClusterUrls, log, { prefix: config.redisKeyPrefix }) : redis;
   const broker =
     deps.broker ??
-    (redis
-      ? await RedisBroker.open(redis, bounds, { node: nodeId, refreshConnection: redis.duplicate('presence'), log: brokerLog })
+    (streams
+      ? await RedisBroker.open(streams, bounds, { node: nodeId, refreshConnection: streams.duplicate('presence'), log: brokerLog })
       : new MemoryBroker(bounds, brokerLog));
   const limits = createLimits({ redis, clock: deps.clock ?? systemClock, log }, config);
   return {
@@ -115,6 +118,7 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
       limits.stop();
       if (!deps.broker) await broker.close();
       if (!deps.bus) await bus.close();
+      if (streams !== redis) await streams?.close();
       await redis?.close();
       if (!deps.store) await store.close();
     },

@@ -9,7 +9,7 @@ import { testConnection, testPrefix } from './redis.js';
  * prefix on the run's Redis); each of its *nodes* is one implementation over it, on Redis with a
  * connection of its own, as two processes would have.
  */
-export type StateBackendName = 'memory' | 'redis';
+export type StateBackendName = 'memory' | 'redis' | 'redis cluster';
 
 /** The nodes of one cluster: `node('node-a')`, `node('node-b')` share state; each call is one more node. */
 export type Node<T> = (nodeId: string) => T;

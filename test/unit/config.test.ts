@@ -36,6 +36,14 @@ describe('loadConfig', () => {
     expect(message).toContain('TABWIRE_COLOUR: unknown setting');
   });
 
+  it('takes a Redis Cluster as a comma-separated list of seed URLs, only beside redisUrl', () => {
+    const env = { TABWIRE_REDIS_URL: 'redis://10.0.0.1:6379', TABWIRE_REDIS_CLUSTER_URLS: 'redis://10.0.0.2:7000, redis://10.0.0.3:7000' };
+    expect(loadConfig(env).redisClusterUrls).toEqual(['redis://10.0.0.2:7000', 'redis://10.0.0.3:7000']);
+    expect(() => loadConfig({ TABWIRE_REDIS_CLUSTER_URLS: 'redis://10.0.0.2:7000' })).toThrow(/redisClusterUrls \(TABWIRE_REDIS_CLUSTER_URLS\) needs redisUrl/);
+    // A seed is a node, not a database: no path, query or fragment.
+    expect(() => loadConfig({ ...env, TABWIRE_REDIS_CLUSTER_URLS: 'redis://10.0.0.2:7000/2' })).toThrow(/redisClusterUrls/);
+  });
+
   it('refuses SameSite=None without https', () => {
     expect(() => loadConfig({ TABWIRE_COOKIE_SAME_SITE: 'none' })).toThrow(/cookieSameSite/);
   });

@@ -1,0 +1,169 @@
+import { Cluster } from 'ioredis';
+import type { Logger } from 'pino';
+import { redisOptions, type ChannelListener } from './connection.js';
+
+export interface RedisClusterConnectOptions {
+  /** Put before every key and channel name, as on one Redis (docs/configuration.md `redisKeyPrefix`). */
+  prefix?: string;
+  /** Shown by `CLIENT LIST` as `<name>:<role>`. */
+  name?: string;
+}
+
+/**
+ * A node's way to a Redis Cluster for the event streams and the tabs' presence (docs/redis.md "Redis
+ * Cluster"): one cluster client for commands and scripts, routed by each command's hash slot, and sharded
+ * pub/sub (Redis 7 `SSUBSCRIBE`/`SPUBLISH`) for the announcements, so a message goes only through the shard
+ * that owns its channel instead of being copied to every shard as classic PUBLISH is on a cluster.
+ */
+export interface RedisClusterConnection {
+  readonly topology: 'cluster';
+  /** For commands and Lua scripts; every script's keys share one hash slot (a `{…}` tag). */
+  readonly client: Cluster;
+  readonly prefix: string;
+  /** `prefix` + parts joined by ':'. */
+  key(...parts: string[]): string;
+  /** A channel name, prefixed like keys. */
+  channel(name: string): string;
+  /**
+   * Subscribes `listener` to a sharded channel (unprefixed name). Resolves once the cluster confirmed or, when
+   * it is not reachable, without error: the client subscribes again when the channel's shard is back.
+   * Resolves to a function that removes the listener.
+   */
+  subscribe(name: string, listener: ChannelListener): Promise<() => Promise<void>>;
+  /** Publishes on a sharded channel (prefixed name, as `channel` gives). */
+  publish(channel: string, payload: string): Promise<void>;
+  /**
+   * Calls `listener` each time the sharded subscribers were made again (a shard was lost, or slots moved):
+   * what was published meanwhile was missed. Returns a function that removes it.
+   */
+  onResubscribed(listener: () => void): () => void;
+  /** Another cluster client with the same settings (the presence refresh's). Closed by `close()`. */
+  duplicate(role: string): Cluster;
+  readonly ready: boolean;
+  readonly down: boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Connects to the Redis Cluster whose seed nodes are `urls` (`redis://host:port`; the client learns the rest
+ * from `CLUSTER SLOTS`). Each shard's connection has the settings of a single Redis's (connection.ts
+ * `redisOptions`: bounded command time, reconnect with backoff); commands to one shard are pipelined
+ * automatically, so the presence refresh's thousands of scripts go in few writes per shard.
+ */
+export function connectRedisCluster(urls: readonly string[], log: Logger, options: RedisClusterConnectOptions = {}): RedisClusterConnection {
+  const prefix = options.prefix ?? 'tabwire:';
+  const name = options.name ?? 'tabwire';
+  const moduleLog = log.child({ module: 'redis-cluster' });
+  const seeds = urls.map((url) => {
+    const parsed = new URL(url);
+    return { host: parsed.hostname, port: Number(parsed.port || 6379) };
+  });
+  const first = new URL(urls[0]!);
+  const extra: Cluster[] = [];
+  const open = (role: string, sharded: boolean): Cluster => {
+    // A shard's connection does not reconnect by itself in a cluster client: the client finds the shards again.
+    const { retryStrategy, enableOfflineQueue, ...perShard } = redisOptions(`${name}:${role}`);
+    const cluster = new Cluster(seeds, {
+      redisOptions: {
+        ...perShard,
+        ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
+        ...(first.password ? { password: decodeURIComponent(first.password) } : {}),
+        ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
+      },
+      clusterRetryStrategy: (times) => retryStrategy?.(times) ?? 1_000,
+      enableOfflineQueue,
+      enableAutoPipelining: true,
+      shardedSubscribers: sharded,
+    });
+    watch(cluster, role, moduleLog);
+    return cluster;
+  };
+  const client = open('commands', true);
+  let everReady = false;
+  client.on('ready', () => (everReady = true));
+
+  const listeners = new Map<string, Set<ChannelListener>>();
+  const resubscribed = new Set<() => void>();
+  let subscribersMade = false;
+  client.on('subscribersReady', () => {
+    const again = subscribersMade;
+    subscribersMade = true;
+    if (!again) return;
+    for (const listener of resubscribed) {
+      try {
+        listener();
+      } catch (err) {
+        moduleLog.error({ err }, 'resubscription listener failed');
+      }
+    }
+  });
+  client.on('smessage', (channel: string, payload: string) => {
+    for (const listener of listeners.get(channel) ?? []) {
+      try {
+        listener(payload);
+      } catch (err) {
+        moduleLog.error({ err, channel }, 'pub/sub listener failed');
+      }
+    }
+  });
+
+  return {
+    topology: 'cluster',
+    client,
+    prefix,
+    key: (...parts) => prefix + parts.join(':'),
+    channel: (channelName) => `${prefix}${channelName}`,
+    async subscribe(channelName, listener) {
+      const channel = `${prefix}${channelName}`;
+      let set = listeners.get(channel);
+      const firstListener = !set;
+      if (!set) listeners.set(channel, (set = new Set()));
+      set.add(listener);
+      if (firstListener) await client.ssubscribe(channel).catch((err: unknown) => moduleLog.warn({ err, channel }, 'Redis Cluster subscribe failed; retried when the shard is back'));
+      return async () => {
+        const current = listeners.get(channel);
+        if (!current?.delete(listener) || current.size > 0) return;
+        listeners.delete(channel);
+        await client.sunsubscribe(channel).catch(() => undefined);
+      };
+    },
+    async publish(channel, payload) {
+      await client.spublish(channel, payload);
+    },
+    onResubscribed(listener) {
+      resubscribed.add(listener);
+      return () => resubscribed.delete(listener);
+    },
+    duplicate(role) {
+      const cluster = open(role, false);
+      extra.push(cluster);
+      return cluster;
+    },
+    get ready() {
+      return client.status === 'ready';
+    },
+    get down() {
+      return everReady && client.status !== 'ready';
+    },
+    async close() {
+      await Promise.all([client, ...extra].map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}
+
+/** Logs the first sign of an outage and the recovery, not every reconnect attempt. */
+function watch(cluster: Cluster, role: string, log: Logger): void {
+  let down = false;
+  const lost = (detail: string) => {
+    if (down) return;
+    down = true;
+    log.warn({ role, error: detail }, 'Redis Cluster connection lost; reconnecting');
+  };
+  cluster.on('error', (err: Error) => lost(err.message));
+  cluster.on('node error', (err: Error) => lost(err.message));
+  cluster.on('ready', () => {
+    if (!down) return;
+    down = false;
+    log.info({ role }, 'Redis Cluster connection back');
+  });
+}

@@ -1,0 +1,209 @@
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import type { Broker } from '../../src/broker/broker.js';
+import { privateKeyFromPem } from '../../src/identity/keys.js';
+import type { TabAddress } from '../../src/protocol/address.js';
+import type { QuickLoginResult } from '../../src/protocol/events.js';
+import type { EventFrame } from '../../src/protocol/frames.js';
+import { postgresDatabase } from '../helpers/backends.js';
+import { post, registered } from '../helpers/http.js';
+import { startRedis, testPrefix, type RedisServer } from '../helpers/redis.js';
+import { startRedisCluster, type RedisClusterServer } from '../helpers/redis-cluster.js';
+import { makeIdentity, startService, type TestService } from '../helpers/service.js';
+import { TestTab } from '../helpers/tab.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * The event streams, the presence and the announcements on a real Redis Cluster of three primaries
+ * (docs/redis.md "Redis Cluster"), the rest on one Redis, three nodes on one PostgreSQL database, in this
+ * process.
+ */
+let redis: RedisServer;
+let shards: RedisClusterServer;
+let prefix: string;
+let nodes: [TestService, TestService, TestService];
+/** A plain connection to each shard, for `CLUSTER` questions and key checks. */
+let direct: Redis[];
+/** slot -> index of the shard that owns it. */
+let owner: number[];
+
+beforeAll(async () => {
+  redis = await startRedis();
+  shards = await startRedisCluster(3);
+  prefix = testPrefix('rcluster');
+  direct = shards.urls.map((url) => new Redis(url));
+  owner = await slotOwners();
+  const databaseUrl = await postgresDatabase();
+  const started: TestService[] = [];
+  for (let i = 0; i < 3; i++) {
+    started.push(await startService({ redisUrl: redis.url, redisClusterUrls: shards.urls, redisKeyPrefix: prefix, instanceId: 'generation-1' }, { databaseUrl }));
+  }
+  nodes = started as [TestService, TestService, TestService];
+});
+afterAll(async () => {
+  for (const node of nodes ?? []) await node.close();
+  for (const c of direct ?? []) c.disconnect();
+  await shards?.stop();
+  await redis?.stop();
+});
+
+async function slotOwners(): Promise<number[]> {
+  const ports = shards.urls.map((url) => Number(new URL(url).port));
+  const table = (await direct[0]!.call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]], ...unknown[]][];
+  const owners = new Array<number>(16384).fill(-1);
+  for (const [from, to, [, port]] of table) for (let slot = from; slot <= to; slot++) owners[slot] = ports.indexOf(port);
+  return owners;
+}
+
+/** The shard that owns `key` (or a sharded channel's name). */
+const shardOf = async (key: string): Promise<number> => owner[Number(await direct[0]!.call('CLUSTER', 'KEYSLOT', key))]!;
+
+const nodeId = (node: TestService): string => (node.app.tabwire.hub as unknown as { settings: { node: string } }).settings.node;
+const addressOf = async (node: TestService, tab: TestTab): Promise<TabAddress> => ({ tabId: tab.tabId, session: (await node.store.tabs.sessionOf(tab.tabId))! });
+const metaKey = (to: TabAddress): string => `${prefix}t:{${to.session}:${to.tabId}}:m`;
+const n = (frame: EventFrame): string => (frame.data as { n: string }).n;
+
+/** A node's announcements so far, from its /metrics: for tabs it holds and for tabs it does not. */
+async function announcements(node: TestService): Promise<{ held: number; notHeld: number }> {
+  const text = await (await fetch(`${node.baseUrl}/metrics`)).text();
+  const value = (tab: string) => Number(new RegExp(`^tabwire_event_announcements_total\\{tab="${tab}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+  return { held: value('held'), notHeld: value('not_held') };
+}
+
+describe('streams and presence on a Redis Cluster', () => {
+  it('tab on node 1, QR request on node 2, signature on node 3: SignatureReceived reaches the tab once, and the tab lives on the cluster only', async () => {
+    const [one, two, three] = nodes;
+    const ada = await makeIdentity(one, { FIRST: 'Ada' });
+    const tab = await TestTab.open(one.wsUrl);
+    await registered(one, tab.tabId);
+    const qr = await post(two, '/QuickLogin', { mode: 'text', purpose: 'Across shards', serviceId: '', tab: tab.tabId }, { cookie: tab.cookie });
+    expect(qr.status).toBe(200);
+    const signUrl = three.baseUrl + new URL(qr.body.signUrl as string).pathname;
+    const info = await fetchSignInfo(signUrl);
+    expect((await postDecision(signUrl, info, ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'approve')).state).toBe('approved');
+    expect(((await tab.next('SignatureReceived')).data as QuickLoginResult).Id).toBe(ada.identity.id);
+    const address = await addressOf(one, tab);
+    await two.app.tabwire.hub.deliver(address, { type: 'Marker', data: null });
+    await tab.next('Marker');
+    expect(tab.events.map((e) => e.type)).toEqual(['SignatureReceived', 'Marker']);
+    // The tab's stream is on the shard its slot names; the one Redis has no per-tab key and no nodes' set.
+    expect(await direct[await shardOf(metaKey(address))]!.exists(metaKey(address))).toBe(1);
+    const single = new Redis(redis.url);
+    try {
+      expect(await single.keys(`${prefix}t:*`)).toEqual([]);
+      expect(await single.exists(`${prefix}nodes`)).toBe(0);
+    } finally {
+      single.disconnect();
+    }
+    tab.close();
+  });
+
+  it('tabs spread over the shards; events from two other nodes reach each tab in order, and only its node is told', async () => {
+    const [one, two, three] = nodes;
+    const tabs = await Promise.all(Array.from({ length: 12 }, () => TestTab.open(one.wsUrl)));
+    await Promise.all(tabs.map((tab) => registered(one, tab.tabId)));
+    const addresses = await Promise.all(tabs.map((tab) => addressOf(one, tab)));
+    const used = new Set(await Promise.all(addresses.map((a) => shardOf(metaKey(a)))));
+    expect(used.size).toBeGreaterThanOrEqual(2);
+
+    const before = await Promise.all(nodes.map(announcements));
+    for (const address of addresses) {
+      await two.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: 'b' } });
+      await three.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: 'c' } });
+    }
+    for (const tab of tabs) expect((await tab.received(2)).map(n)).toEqual(['b', 'c']);
+    await until(async () => (await announcements(one)).held - before[0]!.held >= 24, 'node 1 told of all 24 events');
+    const after = await Promise.all(nodes.map(announcements));
+    expect(after[0]!.held - before[0]!.held).toBe(24);
+    // Nodes 2 and 3 hold none of these tabs: they heard none of their events.
+    for (const k of [1, 2]) expect(after[k]).toEqual(before[k]);
+    for (const tab of tabs) tab.close();
+  });
+
+  it('a shard stalled while an event is appended, then while it is announced: the tab gets each event once, in order, and the other shards go on', async () => {
+    const [one, two] = nodes;
+    const channelShard = await shardOf(`${prefix}events:${nodeId(one)}`);
+    // Tab X on a shard that is not node 1's channel's; tab Y on a third shard (or at least not X's).
+    const opened: { tab: TestTab; address: TabAddress; shard: number }[] = [];
+    while (!opened.some((o) => o.shard !== channelShard) || new Set(opened.map((o) => o.shard)).size < 2) {
+      const tab = await TestTab.open(one.wsUrl);
+      await registered(one, tab.tabId);
+      const address = await addressOf(one, tab);
+      opened.push({ tab, address, shard: await shardOf(metaKey(address)) });
+      expect(opened.length).toBeLessThan(60);
+    }
+    const x = opened.find((o) => o.shard !== channelShard)!;
+    const y = opened.find((o) => o.shard !== x.shard)!;
+    const deliver = (to: TabAddress, label: string) => two.app.tabwire.hub.deliver(to, { type: 'Routed', data: { n: label } });
+    /** The labels of the tab's events once it has `count` of them. */
+    const routed = async (tab: TestTab, count: number): Promise<string[]> => {
+      await until(() => tab.events.filter((e) => e.type === 'Routed').length >= count, `${count} events at the tab`);
+      return tab.events.filter((e) => e.type === 'Routed').map(n);
+    };
+
+    // 1. X's shard stalls: the append of x1 cannot run. Y's events go on meanwhile.
+    shards.pause(x.shard);
+    const x1 = deliver(x.address, 'x1');
+    await deliver(y.address, 'y1');
+    expect(await routed(y.tab, 1)).toEqual(['y1']);
+    expect(await x1).toBe(false); // refused after the command timeout: held by the hub for another try
+    shards.resume(x.shard);
+    expect(await routed(x.tab, 1)).toEqual(['x1']);
+
+    // 2. Node 1's channel's shard stalls: x2 is appended, its announcement cannot go out.
+    shards.pause(channelShard);
+    const x2 = deliver(x.address, 'x2');
+    expect(await x2).toBe(false);
+    shards.resume(channelShard);
+    expect(await routed(x.tab, 2)).toEqual(['x1', 'x2']);
+
+    // Nothing came twice: a marker sent now is the next event, and the ids run without a gap.
+    await deliver(x.address, 'marker');
+    expect(await routed(x.tab, 3)).toEqual(['x1', 'x2', 'marker']);
+    const ids = x.tab.events.filter((e) => e.type === 'Routed').map((e) => e.id);
+    expect(ids).toEqual([ids[0]!, ids[0]! + 1, ids[0]! + 2]);
+    for (const o of opened) o.tab.close();
+  });
+
+  it('a tab that moves to another node keeps every event, also those published between its hold there and its read', async () => {
+    const [one, two, three] = nodes;
+    const tab = await TestTab.open(one.wsUrl);
+    await registered(one, tab.tabId);
+    const address = await addressOf(one, tab);
+    const deliver = (node: TestService, label: string) => node.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: label } });
+    await deliver(three, 'a1');
+    const first = await tab.next('Routed');
+    tab.close();
+    await until(async () => !(await one.app.tabwire.hub.isConnected(address)), 'node 1 to let the connection go');
+    await deliver(three, 'away');
+
+    // Back on node 2. Between node 2's hold of the tab and its read of the stream, node 3 publishes twice.
+    const broker = brokerOf(two);
+    const hold = broker.hold.bind(broker);
+    let inWindow = 0;
+    broker.hold = async (to, node, connectedUntil, now) => {
+      const held = await hold(to, node, connectedUntil, now);
+      if (to.tabId === address.tabId && inWindow === 0) {
+        inWindow = 1;
+        await deliver(three, 'window1');
+        await deliver(three, 'window2');
+        inWindow = 2;
+      }
+      return held;
+    };
+    const moved = await TestTab.open(two.wsUrl, { cookie: tab.cookie, register: false });
+    moved.send({ cmd: 'Register', tabId: tab.tabId, location: 'http://127.0.0.1/page', lastEventId: first.id });
+    await moved.received(3);
+    broker.hold = hold;
+    expect(inWindow).toBe(2);
+    await deliver(one, 'after');
+    const events = await moved.received(4);
+    expect(events.map(n)).toEqual(['away', 'window1', 'window2', 'after']);
+    expect(events.map((f) => f.id)).toEqual(events.map((_, k) => first.id + 1 + k));
+    moved.close();
+  });
+});
+
+/** The broker of a node, as the hub has it (to hold a step of it). */
+const brokerOf = (node: TestService): Broker => (node.app.tabwire.hub as unknown as { deps: { broker: Broker } }).deps.broker;
