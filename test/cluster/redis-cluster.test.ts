@@ -203,6 +203,29 @@ describe('streams and presence on a Redis Cluster', () => {
     expect(events.map((f) => f.id)).toEqual(events.map((_, k) => first.id + 1 + k));
     moved.close();
   });
+
+  it('a node whose sharded subscription was cut reads its tabs\' streams once it is subscribed again: nothing published meanwhile is lost', async () => {
+    const [one, two] = nodes;
+    const channelShard = await shardOf(`${prefix}events:${nodeId(one)}`);
+    const tab = await TestTab.open(one.wsUrl);
+    await registered(one, tab.tabId);
+    const address = await addressOf(one, tab);
+    const deliver = (label: string) => two.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: label } });
+    await deliver('before');
+    await until(() => tab.events.some((e) => e.type === 'Routed'), 'the first event');
+
+    // Cut every sharded subscriber connection on the shard of node 1's channel, and publish before it is back.
+    const cut = Number(await direct[channelShard]!.call('CLIENT', 'KILL', 'TYPE', 'pubsub'));
+    expect(cut).toBeGreaterThanOrEqual(1);
+    expect(await deliver('meanwhile')).toBe(true);
+    await until(() => tab.events.filter((e) => e.type === 'Routed').length >= 2, 'the event published while the subscription was cut');
+    await deliver('after');
+    await until(() => tab.events.filter((e) => e.type === 'Routed').length >= 3, 'the event after the resubscription');
+    const events = tab.events.filter((e) => e.type === 'Routed');
+    expect(events.map(n)).toEqual(['before', 'meanwhile', 'after']);
+    expect(events.map((e) => e.id)).toEqual([events[0]!.id, events[0]!.id + 1, events[0]!.id + 2]);
+    tab.close();
+  });
 });
 
 /** The broker of a node, as the hub has it (to hold a step of it). */
