@@ -11,8 +11,13 @@ export interface HealthRoutesOptions {
   xmpp: { readonly online: boolean; readonly state?: 'online' | 'connecting' | 'standby' } | undefined;
   /** The cluster's Redis connection, when there is one (readiness depends on it). */
   redis: { readonly ready: boolean } | undefined;
-  /** Timed probes (timed-probe.ts): Redis in a cluster, and the store; a server that does not answer in time is down. */
-  probes: { redis: Probe | undefined; store: Probe };
+  /** The Redis Cluster of the event streams, when there is one. */
+  redisCluster: { readonly ready: boolean } | undefined;
+  /**
+   * Timed probes (timed-probe.ts): Redis in a cluster, every primary of the Redis Cluster, and the store; a
+   * server that does not answer in time is down.
+   */
+  probes: { redis: Probe | undefined; redisCluster: Probe | undefined; store: Probe };
   /** Whether the node is draining before it stops (health/drain.ts). */
   drain: { readonly draining: boolean };
 }
@@ -37,6 +42,9 @@ const readyzSchema = {
         hub: Type.Object({ tabs: Type.Integer({ description: 'Tabs held by this node' }), connected: Type.Integer({ description: 'Of which connected now' }) }),
         xmpp: Type.Union(['off', 'online', 'offline', 'connecting', 'standby'].map((s) => Type.Literal(s))),
         redis: Type.Union([Type.Literal('off'), Type.Literal('up')]),
+        redisCluster: Type.Union([Type.Literal('off'), Type.Literal('up'), Type.Literal('degraded')], {
+          description: "The Redis Cluster of the event streams: 'degraded' while a primary does not answer in time (its tabs' events wait; every node is alike, so the node stays ready)",
+        }),
         store: Type.Literal('up'),
       }),
       'Ready',
@@ -61,8 +69,9 @@ export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions)
   app.get('/readyz', { schema: readyzSchema }, async () => {
     if (o.drain.draining) throw new TabwireError('shutting_down', 'This node is stopping; send requests to another node', { retryAfter: 1 });
     if (o.redis && !o.redis.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach Redis', { retryAfter: 1 });
-    // Both asked at once: a stalled server costs one deadline, not two.
-    const [redisUp, storeUp] = await Promise.all([o.probes.redis?.up() ?? true, o.probes.store.up()]);
+    if (o.redisCluster && !o.redisCluster.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach the Redis Cluster', { retryAfter: 1 });
+    // All asked at once: a stalled server costs one deadline, not several.
+    const [redisUp, storeUp, clusterUp] = await Promise.all([o.probes.redis?.up() ?? true, o.probes.store.up(), o.probes.redisCluster?.up()]);
     if (!redisUp) throw new TabwireError('shared_state_unavailable', 'Redis does not answer this node in time (a stalled server, or a network that drops packets)', { retryAfter: 1 });
     if (!storeUp) throw new TabwireError('store_unavailable', 'The database does not answer this node in time', { retryAfter: 1 });
     return {
@@ -71,6 +80,7 @@ export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions)
       // 'off' without an XMPP server configured; in a cluster one node is 'online' and the others 'standby'.
       xmpp: o.xmpp === undefined ? 'off' : (o.xmpp.state ?? (o.xmpp.online ? 'online' : 'offline')),
       redis: o.redis === undefined ? 'off' : 'up',
+      redisCluster: clusterUp === undefined ? 'off' : clusterUp ? 'up' : 'degraded',
       store: 'up',
     };
   });

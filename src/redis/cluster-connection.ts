@@ -1,6 +1,6 @@
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
-import { redisOptions, type ChannelListener } from './connection.js';
+import { redisOptions, watch, type ChannelListener } from './connection.js';
 
 export interface RedisClusterConnectOptions {
   /** Put before every key and channel name, as on one Redis (docs/configuration.md `redisKeyPrefix`). */
@@ -75,7 +75,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       enableAutoPipelining: true,
       shardedSubscribers: sharded,
     });
-    watch(cluster, role, moduleLog);
+    watch(cluster, role, moduleLog, 'Redis Cluster');
     return cluster;
   };
   const client = open('commands', true);
@@ -149,21 +149,4 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       await Promise.all([client, ...extra].map((c) => c.quit().catch(() => c.disconnect())));
     },
   };
-}
-
-/** Logs the first sign of an outage and the recovery, not every reconnect attempt. */
-function watch(cluster: Cluster, role: string, log: Logger): void {
-  let down = false;
-  const lost = (detail: string) => {
-    if (down) return;
-    down = true;
-    log.warn({ role, error: detail }, 'Redis Cluster connection lost; reconnecting');
-  };
-  cluster.on('error', (err: Error) => lost(err.message));
-  cluster.on('node error', (err: Error) => lost(err.message));
-  cluster.on('ready', () => {
-    if (!down) return;
-    down = false;
-    log.info({ role }, 'Redis Cluster connection back');
-  });
 }

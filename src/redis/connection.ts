@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
 
 /**
@@ -222,19 +222,25 @@ function readyWithin(redis: Redis, ms: number): Promise<boolean> {
   });
 }
 
-/** Logs the first sign of an outage and the recovery, not every reconnect attempt. */
-function watch(redis: Redis, role: string, log: Logger): void {
+/** What `watch` listens to: a connection to one Redis, or a Redis Cluster client. */
+type ConnectionEvents = Pick<Redis | Cluster, 'on'>;
+
+/**
+ * Logs the first sign of an outage and the recovery, not every reconnect attempt. `what` names the server
+ * in the messages ("Redis", "Redis Cluster"); a cluster client also reports a shard's trouble as 'node error'.
+ */
+export function watch(connection: ConnectionEvents, role: string, log: Logger, what = 'Redis'): void {
   let down = false;
   const lost = (detail: string) => {
     if (down) return;
     down = true;
-    log.warn({ role, error: detail }, 'Redis connection lost; reconnecting');
+    log.warn({ role, error: detail }, `${what} connection lost; reconnecting`);
   };
-  redis.on('error', (err: Error) => lost(err.message));
-  redis.on('reconnecting', () => lost('connection closed'));
-  redis.on('ready', () => {
+  for (const event of ['error', 'node error']) connection.on(event, (err: Error) => lost(err.message));
+  connection.on('reconnecting', () => lost('connection closed'));
+  connection.on('ready', () => {
     if (!down) return;
     down = false;
-    log.info({ role }, 'Redis connection back');
+    log.info({ role }, `${what} connection back`);
   });
 }

@@ -122,7 +122,7 @@ export async function assembleNode(config: Config, deps: Deps, log: Logger): Pro
   });
   const oidc = await createOidcArea(config, { store, quickLogin: quickLogin.quickLogin, clock, log });
   const retention = createRetentionArea(config, { store, leases: shared.leases, clock, metrics, log });
-  const health = createHealthArea({ hub, metrics, store, redis: shared.redis, xmpp: agent.xmpp, drain: deps.drain });
+  const health = createHealthArea({ hub, metrics, store, redis: shared.redis, redisCluster: shared.redisCluster, xmpp: agent.xmpp, drain: deps.drain });
 
   const areas: Lifecycle[] = [shared, keys, events, identity, agent, quickLogin, oidc, retention, health];
   const served: Area[] = [health, events, quickLogin, agent, identity, oidc];

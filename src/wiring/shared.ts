@@ -21,7 +21,7 @@ import { RedisLease } from '../lease/redis-lease.js';
 import { rateLimitStoreByLimit, type RateLimitStore } from '../rate-limit/rate-limit-store.js';
 import { redisRateLimitStore } from '../rate-limit/redis-rate-limit-store.js';
 import { syncedRateLimitStore } from '../rate-limit/synced-rate-limit-store.js';
-import { connectRedisCluster } from '../redis/cluster-connection.js';
+import { connectRedisCluster, type RedisClusterConnection } from '../redis/cluster-connection.js';
 import { connectRedis, type RedisConnection } from '../redis/connection.js';
 import type { Config } from '../config/schema.js';
 import { MemoryLoginThrottle } from '../throttle/memory-throttle.js';
@@ -55,6 +55,8 @@ export interface SharedState extends Lifecycle {
   broker: Broker;
   /** The Redis connection of a cluster (undefined on one node). */
   redis: RedisConnection | undefined;
+  /** The Redis Cluster of the event streams and presence, with `redisClusterUrls` (else they are on `redis`). */
+  redisCluster: RedisClusterConnection | undefined;
   /** Leases (one holder per cluster for the XMPP connection and the purge; on one node always this one). */
   leases: LeaseFactory;
   /** This process among the nodes of a cluster (presence, leases): unique per start. */
@@ -95,7 +97,8 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
   // tab) and listens on this node's channel through the connection's subscriber, subscribed before the node serves.
   const brokerLog = log.child({ module: 'broker' });
   // With `redisClusterUrls` the streams and the presence go on a Redis Cluster, and only there.
-  const streams = redis && config.redisClusterUrls ? connectRedisCluster(config.redisClusterUrls, log, { prefix: config.redisKeyPrefix }) : redis;
+  const redisCluster = redis && config.redisClusterUrls ? connectRedisCluster(config.redisClusterUrls, log, { prefix: config.redisKeyPrefix }) : undefined;
+  const streams = redisCluster ?? redis;
   const broker =
     deps.broker ??
     (streams
@@ -107,6 +110,7 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
     bus,
     broker,
     redis,
+    redisCluster,
     leases: createLeases({ redis, nodeId }),
     nodeId,
     presenceTtlMs,
@@ -118,7 +122,7 @@ export async function openShared(config: Config, deps: SharedDeps, log: Logger):
       limits.stop();
       if (!deps.broker) await broker.close();
       if (!deps.bus) await bus.close();
-      if (streams !== redis) await streams?.close();
+      await redisCluster?.close();
       await redis?.close();
       if (!deps.store) await store.close();
     },

@@ -151,12 +151,15 @@ describe('streams and presence on a Redis Cluster', () => {
     shards.resume(x.shard);
     expect(await routed(x.tab, 1)).toEqual(['x1']);
 
-    // 2. Node 1's channel's shard stalls: x2 is appended, its announcement cannot go out.
+    // 2. Node 1's channel's shard stalls: x2 is appended, its announcement cannot go out. The nodes stay ready
+    // (every node is alike) and say the cluster is degraded.
     shards.pause(channelShard);
+    await until(async () => (await (await fetch(`${one.baseUrl}/readyz`)).json()).redisCluster === 'degraded', 'readiness to say degraded');
     const x2 = deliver(x.address, 'x2');
     expect(await x2).toBe(false);
     shards.resume(channelShard);
     expect(await routed(x.tab, 2)).toEqual(['x1', 'x2']);
+    await until(async () => (await (await fetch(`${one.baseUrl}/readyz`)).json()).redisCluster === 'up', 'readiness to say up again');
 
     // Nothing came twice: a marker sent now is the next event, and the ids run without a gap.
     await deliver(x.address, 'marker');
