@@ -231,6 +231,7 @@ describe('a stalled shard (SIGSTOP … SIGCONT)', () => {
     await until(() => allOk(all), 'cluster_state:ok everywhere');
     expect(await cluster.get(key(0))).toBe('during-2');
     expect(await cluster.set(key(0), 'after')).toBe('OK');
+    for (const r of all) await r.call('CONFIG', 'SET', 'cluster-require-full-coverage', 'yes');
   });
 });
 
