@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { redisOptions, watch, type ChannelListener } from './connection.js';
+import { checkVersionOnReady } from './version.js';
 
 export interface RedisClusterConnectOptions {
   /** Put before every key and channel name, as on one Redis (docs/configuration.md `redisKeyPrefix`). */
@@ -79,6 +80,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     return cluster;
   };
   const client = open('commands', true);
+  checkVersionOnReady(client, 'Redis Cluster', moduleLog);
   let everReady = false;
   client.on('ready', () => (everReady = true));
 

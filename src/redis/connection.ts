@@ -1,5 +1,6 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import { checkVersionOnReady } from './version.js';
 
 /**
  * How long a command may wait for its answer, including time spent in the offline queue while the
@@ -117,6 +118,7 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
     return redis;
   };
   const client = open('commands');
+  checkVersionOnReady(client, 'Redis', moduleLog);
   let everReady = false;
   client.on('ready', () => (everReady = true));
 
