@@ -4,11 +4,12 @@
  * holders are dead (docs/redis.md "Redis Cluster").
  *
  * It errs towards alive, never towards dead: counting a live node dead would cut its tab off from its events
- * (the script prunes it from the tab's holders). A live node's heartbeat comes every third of `presenceTtlMs` and
- * sets its time a whole `presenceTtlMs` ahead, so within half of `presenceTtlMs` after this copy was read every
- * live node's time in it is still ahead. An older copy (this node's own heartbeat is late) names nobody dead;
- * a node the copy does not know (one newer than it) is alive. A dead node is then told its events a little
- * longer, which costs a PUBLISH nobody hears.
+ * (the script prunes it from the tab's holders). So a node is named dead only when its time had passed already
+ * when the copy was read (Redis said so then; a live node's time only moves forward, and a node whose time
+ * passed is dead on one Redis too), and only while the copy is younger than half of `presenceTtlMs` (this node's
+ * own heartbeat is late: it cannot tell). A node the copy does not know (one newer than it) is alive. A dead
+ * node is then found up to one heartbeat interval later than on one Redis, and is told its events meanwhile,
+ * which costs a PUBLISH nobody hears.
  */
 export class LivenessView {
   private aliveUntil = new Map<string, number>();
@@ -24,11 +25,11 @@ export class LivenessView {
     this.readAt = now;
   }
 
-  /** The nodes known dead at `now`; none when the copy is too old to tell. */
+  /** The nodes known dead at `now`: dead when the copy was read; none when the copy is too old to tell. */
   dead(now: number): string[] {
     if (now - this.readAt > this.presenceTtlMs / 2) return [];
     const dead: string[] = [];
-    for (const [node, until] of this.aliveUntil) if (until <= now) dead.push(node);
+    for (const [node, until] of this.aliveUntil) if (until <= this.readAt) dead.push(node);
     return dead;
   }
 }

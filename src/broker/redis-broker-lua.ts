@@ -103,7 +103,8 @@ end
 export const SINGLE_PRELUDE = `
 local function aliveUntil(names) return redis.call('ZMSCORE', KEYS[#KEYS], unpack(names)) end
 local function seen(node, untilMs) redis.call('ZADD', KEYS[#KEYS], 'NX', untilMs, node) end
-local function tell(channelPrefix, node, payload) redis.call('PUBLISH', channelPrefix .. node, payload) return '' end
+local function tell(channelPrefix, node, payload) redis.call('PUBLISH', channelPrefix .. node, payload) return nil end
+local function pruneDead(p) end
 `;
 
 /**
@@ -122,4 +123,12 @@ local function aliveUntil(names)
 end
 local function seen(node, untilMs) end
 local function tell(channelPrefix, node, payload) return node end
+-- A hold prunes the holders the caller knows dead: a tab its live holders keep holding would otherwise keep a
+-- dead node's entry until the set forgot that node, and from then on count it alive.
+local function pruneDead(p)
+  if ARGV[#ARGV] == '' then return end
+  local dead = {}
+  for name in string.gmatch(ARGV[#ARGV], '%S+') do table.insert(dead, name) end
+  redis.call('HDEL', p, unpack(dead))
+end
 `;

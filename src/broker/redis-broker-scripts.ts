@@ -172,7 +172,7 @@ for _, e in ipairs(out) do redis.call('LREM', KEYS[2], 1, e) end
 return out`;
 
 /**
- * KEYS m ev p [nodes]; ARGV now epoch node connectedUntil aliveUntil ttl keepLater. `keepLater` '1' (the
+ * KEYS m ev p [nodes]; ARGV now epoch node connectedUntil aliveUntil ttl keepLater [dead]. `keepLater` '1' (the
  * periodic re-hold): a later connected time already there stays. The re-hold reads a tab's connected time
  * before its pipeline runs, on a connection of its own, so it may land after the `twHold` of a connection
  * that attached meanwhile; lowering that entry would stop the tab's announcements to its node (only the
@@ -194,6 +194,7 @@ if ARGV[7] == '1' then
 else fresh = redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) == 1 end
 -- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
 seen(ARGV[3], ARGV[5])
+pruneDead(KEYS[3])
 extend(KEYS[1], ARGV[6], created == 1)
 extend(KEYS[2], ARGV[6], false)
 if not (fresh and redis.call('PEXPIRE', KEYS[3], ARGV[6], 'NX') == 1) then extend(KEYS[3], ARGV[6], false) end

@@ -84,8 +84,13 @@ const fallbacksOf = (raws: readonly (string | number)[]): DeliveryFallback[] =>
 /** A connection the broker's scripts run on: to one Redis, or to a Redis Cluster. */
 type ScriptConnection = (Redis | Cluster) & BrokerCommands;
 
-/** How long a Redis Cluster keeps a dead node in the nodes' set: a node its callers' views do not know counts as alive there. */
-const CLUSTER_FORGET_DEAD_MS = 24 * 60 * 60 * 1000;
+/**
+ * How long a Redis Cluster keeps a dead node in the nodes' set: a node its callers' views do not know counts as
+ * alive there, so it stays until no tab can name it any more. A tab's keys live `keepAliveMs` (10 minutes by
+ * default) unless a live holder holds it again, and that re-hold prunes the dead holders it knows of
+ * (redis-broker-lua.ts `pruneDead`): half an hour is well past both.
+ */
+const CLUSTER_FORGET_DEAD_MS = 30 * 60 * 1000;
 
 export interface RedisBrokerOptions {
   /** This node's name in the tabs' presence (the hub's `node`): the broker hears the announcements addressed to it. */
@@ -254,7 +259,7 @@ export class RedisBroker implements Broker {
       const slice = tabs.slice(i, i + REFRESH_SLICE);
       const replies = await this.holdAll(redis, slice.map(({ to, connectedUntil }) => this.holdArgs(to, node, connectedUntil, now, true)));
       replies.forEach((reply, n) => {
-        if (Number(reply[0]) === 1) lost.push(slice[n]!.to);
+        if (reply && Number(reply[0]) === 1) lost.push(slice[n]!.to);
       });
     }
     return lost;
@@ -296,15 +301,24 @@ export class RedisBroker implements Broker {
   private holdArgs(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): (string | number)[] {
     const [m, ev, p] = this.keys(to);
     const until = Math.floor(Math.min(connectedUntil, Number.MAX_SAFE_INTEGER));
-    return [m, ev, p, ...this.nodesKey(), now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0];
+    return [m, ev, p, ...this.nodesKey(), now, epochAt(now), node, until, now + this.bounds.presenceTtlMs, Math.max(this.ttl, this.bounds.keepAliveMs ?? 0), keepLater ? 1 : 0, ...this.deadNodes(now)];
   }
 
   /**
    * Many holds at once: on one Redis one pipeline; on a cluster each its own command (a pipeline's keys
-   * must share a slot there), sent together so the client writes them to each shard in few writes.
+   * must share a slot there), sent together so the client writes them to each shard in few writes. On a
+   * cluster a hold that failed (its shard is away) is undefined and the others count: the roll holds it again
+   * within its roll time, and one stalled shard does not keep the node's other tabs from being held and read.
+   * Only when every hold failed does it fail.
    */
-  private async holdAll(redis: ScriptConnection, all: (string | number)[][]): Promise<Reply[]> {
-    if (this.topology === 'cluster') return Promise.all(all.map((args) => redis.twHold(...args)));
+  private async holdAll(redis: ScriptConnection, all: (string | number)[][]): Promise<(Reply | undefined)[]> {
+    if (this.topology === 'cluster') {
+      const settled = await Promise.allSettled(all.map((args) => redis.twHold(...args)));
+      const failed = settled.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
+      if (failed.length > 0 && failed.length === settled.length) throw failed[0]!.reason;
+      if (failed.length > 0) this.log.warn({ err: failed[0]!.reason, failed: failed.length, of: settled.length }, 'some tabs were not held again (their shard is away)');
+      return settled.map((r) => (r.status === 'fulfilled' ? r.value : undefined));
+    }
     const pipeline = redis.pipeline() as unknown as BrokerCommands & { exec(): Promise<[Error | null, Reply][] | null> };
     for (const args of all) void pipeline.twHold(...args);
     return ((await pipeline.exec()) ?? []).map(([err, reply]) => {
@@ -320,10 +334,11 @@ export class RedisBroker implements Broker {
     if (!first) {
       first = this.heartbeat(node, now);
       this.introduced.set(node, first);
-      // A failed heartbeat is tried again at the next hold.
+      // Tried again at the next hold. The hold goes on meanwhile: the shard of the nodes' set being away must
+      // not stop every Register of the node (a holder the set does not know counts as alive).
       first.catch(() => this.introduced.delete(node));
     }
-    await first;
+    await first.catch((err: unknown) => this.log.warn({ err }, 'this node could not enter the nodes\' set before a hold'));
   }
 
   /** The nodes' set as a script's last key, on one Redis; on a cluster the scripts take `deadNodes` instead. */

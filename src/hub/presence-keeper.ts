@@ -50,8 +50,12 @@ export class PresenceKeeper {
   private lastBeat: number | undefined;
   /** Where the next `roll` goes on (a live iterator of the node's tabs: it sees tabs added meanwhile). */
   private rolling: Iterator<HeldTab> | undefined;
-  /** A beat or roll still running (a slow broker) makes the next one a no-op rather than a pile-up. */
-  private busy = false;
+  /**
+   * A beat still running (a slow broker) makes the next beat a no-op rather than a pile-up, and so for rolls;
+   * each has its own flag: a roll slowed by one stalled shard of a Redis Cluster must not starve the heartbeat,
+   * or the other nodes would take this one for dead and stop announcing its tabs' events to it.
+   */
+  private readonly busy = { beat: false, roll: false };
 
   constructor(
     private readonly deps: PresenceKeeperDeps,
@@ -60,21 +64,21 @@ export class PresenceKeeper {
 
   /** The heartbeat; holds every tab again when the node may have been let go. */
   async beat(): Promise<void> {
-    await this.once(() => this.beatNow());
+    await this.once('beat', () => this.beatNow());
   }
 
   /** Holds the next slice of tabs again, so each is held once per `rollMs`. */
   async roll(): Promise<void> {
-    await this.once(() => this.rollNow());
+    await this.once('roll', () => this.rollNow());
   }
 
-  private async once(work: () => Promise<void>): Promise<void> {
-    if (this.busy) return;
-    this.busy = true;
+  private async once(kind: 'beat' | 'roll', work: () => Promise<void>): Promise<void> {
+    if (this.busy[kind]) return;
+    this.busy[kind] = true;
     try {
       await work();
     } finally {
-      this.busy = false;
+      this.busy[kind] = false;
     }
   }
 
@@ -85,7 +89,13 @@ export class PresenceKeeper {
     this.generation = generation;
     this.lastBeat = now;
     if (!lapsed) return;
-    await this.hold(this.take(this.deps.held(), Infinity));
+    try {
+      await this.hold(this.take(this.deps.held(), Infinity));
+    } catch (err) {
+      // Not held again, nor read: the next beat counts as lapsed and does both.
+      this.lastBeat = undefined;
+      throw err;
+    }
     this.deps.onReheld?.();
   }
 

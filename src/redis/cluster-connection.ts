@@ -2,6 +2,7 @@ import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
 import { redisOptions, watch, type ChannelListener } from './connection.js';
 import { checkVersionOnReady } from './version.js';
+import { boundedCommands, withDeadline } from './deadline.js';
 
 export interface RedisClusterConnectOptions {
   /** Put before every key and channel name, as on one Redis (docs/configuration.md `redisKeyPrefix`). */
@@ -18,7 +19,10 @@ export interface RedisClusterConnectOptions {
  */
 export interface RedisClusterConnection {
   readonly topology: 'cluster';
-  /** For commands and Lua scripts; every script's keys share one hash slot (a `{…}` tag). */
+  /**
+   * For commands and Lua scripts; every script's keys share one hash slot (a `{…}` tag). Every command that
+   * answers a promise is bounded by REDIS_COMMAND_TIMEOUT_MS (deadline.ts), as on one Redis.
+   */
   readonly client: Cluster;
   readonly prefix: string;
   /** `prefix` + parts joined by ':'. */
@@ -79,17 +83,33 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     watch(cluster, role, moduleLog, 'Redis Cluster');
     return cluster;
   };
-  const client = open('commands', true);
+  const raw = open('commands', true);
+  const client = boundedCommands(raw);
   checkVersionOnReady(client, 'Redis Cluster', moduleLog);
   let everReady = false;
   client.on('ready', () => (everReady = true));
 
   const listeners = new Map<string, Set<ChannelListener>>();
   const resubscribed = new Set<() => void>();
-  let subscribersMade = false;
-  client.on('subscribersReady', () => {
-    const again = subscribersMade;
-    subscribersMade = true;
+  /** Whether every wanted channel was confirmed once: later confirmations follow a loss (resubscribed). */
+  let confirmed = false;
+  /**
+   * Subscribes every wanted channel and, once Redis confirmed them, tells the resubscription listeners (not
+   * after the first confirmation). Done here, not left to the client: its sharded subscribers forget a
+   * channel whose first SSUBSCRIBE failed (the cluster was unreachable at start), and they announce that they
+   * are back before their SSUBSCRIBE is answered, so a catch-up read could come before it and miss an event.
+   */
+  const subscribeAll = async (): Promise<void> => {
+    const channels = [...listeners.keys()];
+    if (channels.length === 0) return;
+    try {
+      await Promise.all(channels.map((channel) => client.ssubscribe(channel)));
+    } catch (err) {
+      moduleLog.warn({ err }, 'Redis Cluster subscribe failed; tried again when the shards are back');
+      return;
+    }
+    const again = confirmed;
+    confirmed = true;
     if (!again) return;
     for (const listener of resubscribed) {
       try {
@@ -98,6 +118,11 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
         moduleLog.error({ err }, 'resubscription listener failed');
       }
     }
+  };
+  // The client made its sharded subscribers again (a shard lost, slots moved), or connected for the first time.
+  client.on('subscribersReady', () => void subscribeAll());
+  client.on('ready', () => {
+    if (!confirmed) void subscribeAll();
   });
   client.on('smessage', (channel: string, payload: string) => {
     for (const listener of listeners.get(channel) ?? []) {
@@ -121,7 +146,14 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       const firstListener = !set;
       if (!set) listeners.set(channel, (set = new Set()));
       set.add(listener);
-      if (firstListener) await client.ssubscribe(channel).catch((err: unknown) => moduleLog.warn({ err, channel }, 'Redis Cluster subscribe failed; retried when the shard is back'));
+      if (firstListener) {
+        // Not waited for beyond the command time: a node starts while the cluster is away, and subscribeAll
+        // subscribes it when the cluster is back.
+        await withDeadline(client.ssubscribe(channel)).then(
+          () => (confirmed = true),
+          (err: unknown) => moduleLog.warn({ err, channel }, 'Redis Cluster subscribe failed; tried again when the shards are back'),
+        );
+      }
       return async () => {
         const current = listeners.get(channel);
         if (!current?.delete(listener) || current.size > 0) return;
@@ -139,7 +171,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     duplicate(role) {
       const cluster = open(role, false);
       extra.push(cluster);
-      return cluster;
+      return boundedCommands(cluster);
     },
     get ready() {
       return client.status === 'ready';
@@ -148,7 +180,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       return everReady && client.status !== 'ready';
     },
     async close() {
-      await Promise.all([client, ...extra].map((c) => c.quit().catch(() => c.disconnect())));
+      await Promise.all([raw, ...extra].map((c) => withDeadline(c.quit()).catch(() => c.disconnect())));
     },
   };
 }

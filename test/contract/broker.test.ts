@@ -307,7 +307,23 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect(await broker.presence(A, T0 + 1_000)).toEqual({ held: true, connected: false });
     await broker.heartbeat('node-2', T0 + 25_000);
     expect(await broker.presence(A, T0 + 40_000)).toEqual({ held: true, connected: false });
+    // node-1 never beat again; node-2 learns it with its next heartbeat (on a Redis Cluster its copy decides).
+    await broker.heartbeat('node-2', T0 + 35_000);
     expect((await broker.drop(A, 'node-2', T0 + 40_000)).holders).toBe(0);
+  });
+
+  it("a dead node's entry does not outlive it in a tab that live nodes keep holding (it would count as connected for ever)", async () => {
+    const other = await make('node-2');
+    await broker.hold(A, 'node-1', T0 + 1e12, T0);
+    await other.hold(A, 'node-2', 0, T0);
+    // node-1 dies; node-2 beats on and holds the tab again, as its roll does.
+    for (let t = T0 + 10_000; t <= T0 + 60_000; t += 10_000) {
+      await other.heartbeat('node-2', t);
+      await other.refresh([{ to: A, connectedUntil: 0 }], 'node-2', t);
+    }
+    // Long after: node-2 still beating, node-1 long gone (and forgotten by the nodes' set).
+    await other.heartbeat('node-2', T0 + 3_600_000);
+    expect(await other.presence(A, T0 + 3_600_000)).toEqual({ held: true, connected: false });
   });
 
   it('the heartbeat tells the broker generation, which changes when the broker lost its state', async () => {

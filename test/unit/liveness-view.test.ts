@@ -5,11 +5,12 @@ import { LivenessView } from '../../src/broker/liveness-view.js';
 describe('LivenessView', () => {
   const TTL = 30_000;
 
-  it('names the nodes whose time in the copy has passed, while the copy is fresh', () => {
+  it('names the nodes whose time had passed when the copy was read, while the copy is fresh', () => {
     const view = new LivenessView(TTL);
-    view.update(['a', 1_050, 'b', 1_020, 'c', 990], 1_000);
-    expect(view.dead(1_000)).toEqual(['c']);
-    expect(view.dead(1_020)).toEqual(['b', 'c']);
+    view.update(['a', 1_050, 'b', 1_000, 'c', 990], 1_000);
+    expect(view.dead(1_000)).toEqual(['b', 'c']);
+    // a's time passes after the read: its heartbeat since may have moved it on, which this copy cannot know.
+    expect(view.dead(1_100)).toEqual(['b', 'c']);
   });
 
   it('names nobody before its first read, nor from a copy older than half the presence lifetime', () => {
@@ -17,7 +18,6 @@ describe('LivenessView', () => {
     expect(view.dead(5_000)).toEqual([]);
     view.update(['a', 1_000, 'b', 100_000], 10_000);
     expect(view.dead(10_000 + TTL / 2)).toEqual(['a']);
-    // A live node's heartbeat since then is not in this copy: it might be taken for dead.
     expect(view.dead(10_001 + TTL / 2)).toEqual([]);
   });
 

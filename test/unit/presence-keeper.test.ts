@@ -102,4 +102,50 @@ describe('presence keeper', () => {
     await k.roll();
     expect(lost).toEqual([tab(1)]);
   });
+
+  it('a roll still running (a stalled shard) does not hold the heartbeat back', async () => {
+    const tabs = new Map([1, 2].map((n) => [`${n}`, tab(n)]));
+    let beats = 0;
+    let releaseRoll!: () => void;
+    const broker = {
+      heartbeat: async () => {
+        beats++;
+        return 'g1';
+      },
+      refresh: async () => [],
+    } as unknown as Broker;
+    const k = keeper(tabs, { now: () => 0, broker });
+    await k.beat();
+    (broker as unknown as { refresh: () => Promise<TabAddress[]> }).refresh = () => new Promise((resolve) => (releaseRoll = () => resolve([])));
+    const roll = k.roll();
+    await k.beat();
+    await k.beat();
+    expect(beats).toBe(3);
+    releaseRoll();
+    await roll;
+  });
+
+  it('a lapsed beat whose holds failed is lapsed again at the next beat: all held and read once they succeed', async () => {
+    const tabs = new Map([1, 2].map((n) => [`${n}`, tab(n)]));
+    let failing = true;
+    const held: number[] = [];
+    const broker = {
+      heartbeat: async () => 'g1',
+      refresh: async (all: readonly HeldTab[]) => {
+        if (failing) throw new Error('Command timed out');
+        held.push(all.length);
+        return [];
+      },
+    } as unknown as Broker;
+    let reheld = 0;
+    let now = 0;
+    const k = keeper(tabs, { now: () => now, broker, onReheld: () => reheld++ });
+    await expect(k.beat()).rejects.toThrow('Command timed out');
+    expect(reheld).toBe(0);
+    failing = false;
+    now = 10_000; // a timely beat: on its own it would hold nothing
+    await k.beat();
+    expect(held).toEqual([2]);
+    expect(reheld).toBe(1);
+  });
 });
