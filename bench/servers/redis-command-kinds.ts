@@ -13,14 +13,15 @@ export interface SentCommand {
 /**
  * A command's kind: a broker script by its name (`twPublish`, `twHold` …), another script and a plain command
  * by the first key's family (`evalsha rate:qr_address`, `hgetall handlers:tab`, `publish bus`); a tab's hash
- * tag (`{session:tab}`) as `{}`. `names` maps a script's sha to its name (filled from `scripts` on first use).
+ * tag (`{session:tab}`) as `{}`, a node's id as `*` (`spublish events:*`). `names` maps a script's sha to its name (filled from `scripts` on first use).
  */
 export function commandKind(command: SentCommand, scripts: Record<string, { sha: string }>, names: Map<string, string>, prefix: string): string {
   const family = (key: unknown): string => {
     if (typeof key !== 'string' && !Buffer.isBuffer(key)) return '';
     const text = key.toString();
     if (!text.startsWith(prefix)) return '';
-    return text.slice(prefix.length).replace(/\{[^}]*\}/g, '{}').split(':').slice(0, 2).join(':');
+    // A node's id (a UUID, as in its sharded channel `events:<node>`) as `*`, so the nodes' counts add up.
+    return text.slice(prefix.length).replace(/\{[^}]*\}/g, '{}').split(':').slice(0, 2).map((part) => (part.length > 16 && /\d/.test(part) ? '*' : part)).join(':');
   };
   if (command.name === 'evalsha' || command.name === 'eval') {
     if (names.size === 0) for (const [name, script] of Object.entries(scripts)) names.set(script.sha, name);
