@@ -15,7 +15,9 @@
  *   4. what each costs Redis and PostgreSQL: commands and statements per Register, QR request, login and
  *      idle tab, and the CPU of every process, for a paper estimate (docs/capacity-estimate.md).
  *
- * See docs/benchmarks.md#cluster. BENCH_CLUSTER_TABS sets the tabs per node (default 19,000).
+ * See docs/benchmarks.md#cluster. BENCH_CLUSTER_TABS sets the tabs per node (default 19,000). BENCH_REDIS_CLUSTER=N
+ * puts the cluster side's event streams, presence and announcements on a Redis Cluster of N primaries
+ * (bench/lib/processes/redis-cluster.ts); Redis's figures then count the one Redis and every shard.
  */
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -33,6 +35,7 @@ import { connected, refreshesOf, startNode, stopNodes, type NodeRig } from './li
 import { startBenchPostgres, type BenchPostgres } from './lib/processes/postgres.js';
 import { qrLoad } from './lib/cluster/qr.js';
 import { pingRedis, startBenchRedis, type BenchRedis } from './lib/processes/redis.js';
+import { clusterShardsFromEnv, redisFleet, startBenchRedisCluster, type BenchRedisCluster, type RedisFleet } from './lib/processes/redis-cluster.js';
 import { build } from './lib/cluster/report.js';
 import { IDLE_MS, LOGIN_WARMUP, LOGINS, MAX_RETRIES, NO_PERIODIC_BINDING_REFRESH, QR, QR_LIMITS, TABS, type QrRound, type Side } from './lib/cluster/settings.js';
 import { readRouting, routingDelta, type RoutingRun } from './lib/cluster/routing.js';
@@ -90,12 +93,12 @@ async function embeddedSide(dir: string, redisPg: Probe[], quiet: QuietPolicy): 
 }
 
 /** The cluster's side: nodes A and B on the shared PostgreSQL and Redis, every phase, then the embedded node's load spread over both. */
-async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, quiet: QuietPolicy): Promise<Side> {
+async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, streams: BenchRedisCluster | undefined, fleet: RedisFleet, quiet: QuietPolicy): Promise<Side> {
   const portA = await freePort();
   const portB = await freePort();
   // Every node of a cluster serves the same public address (the load balancer's); here node A's.
   const publicBaseUrl = `http://127.0.0.1:${portA}`;
-  const shared = { databaseUrl: pg.url, redisUrl: redis.url, publicBaseUrl, ...QR_LIMITS, ...NO_PERIODIC_BINDING_REFRESH };
+  const shared = { databaseUrl: pg.url, redisUrl: redis.url, ...(streams ? { redisClusterUrls: streams.urls } : {}), publicBaseUrl, ...QR_LIMITS, ...NO_PERIODIC_BINDING_REFRESH };
   const config = loadConfig({}, { port: portA, sqliteFile: join(dir, 'unused.sqlite'), logLevel: 'silent', ...shared });
   const store = await openStore(config);
   const signer = await ensureDevIdentity(store, systemClock, config.legalDomain);
@@ -111,10 +114,10 @@ async function clusterSide(dir: string, pg: BenchPostgres, redis: BenchRedis, qu
       { name: 'node B', cpu: () => procCpuMicros(b.server.pid) },
       { name: 'clients', cpu: () => procCpuMicros(a.clients.pid) + procCpuMicros(b.clients.pid) },
       { name: 'bench', cpu: ownCpu },
-      { name: 'redis', cpu: () => procCpuMicros(redis.pid) },
+      { name: 'redis', cpu: () => fleet.cpuMicros() },
       { name: 'postgres', cpu: () => pg.cpuMicros() },
     ];
-    const meter = new Meter(probes, redis, pg, [portA, portB]);
+    const meter = new Meter(probes, fleet, pg, [portA, portB]);
     const held = await holdTabs(nodes, meter);
     // Idle: nothing but pings and the nodes' presence refreshes. Its rates are what every later window
     // subtracts, so nothing of the benchmark's own runs in it: the Redis PINGs that show stalls come after, in
@@ -196,24 +199,29 @@ export const cluster: Benchmark = {
     return inScratchDir(async (dir) => {
       let pg: BenchPostgres | undefined;
       let redis: BenchRedis | undefined;
+      let streams: BenchRedisCluster | undefined;
       try {
         const idleBefore = await waitForQuiet();
         pg = await startBenchPostgres();
         redis = await startBenchRedis();
+        const shards = clusterShardsFromEnv();
+        if (shards > 0) streams = await startBenchRedisCluster(shards);
+        const fleet = redisFleet(redis, streams);
         const pgVersion = /PostgreSQL\)\s+(\S+)/.exec(execFileSync('/usr/lib/postgresql/15/bin/postgres', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
         const redisVersion = /v=(\S+)/.exec(execFileSync('redis-server', ['--version'], { encoding: 'utf8' }))?.[1] ?? '?';
         const quiet = new QuietPolicy(OTHER_CPU_LIMIT, MAX_RETRIES);
         const p = pg;
-        const r = redis;
         // Redis and PostgreSQL idle during the embedded part, but their CPU is ours, not "other".
         const infraProbes: Probe[] = [
-          { name: 'redis', cpu: () => procCpuMicros(r.pid) },
+          { name: 'redis', cpu: () => fleet.cpuMicros() },
           { name: 'postgres', cpu: () => p.cpuMicros() },
         ];
         const embedded = await embeddedSide(dir, infraProbes, quiet);
-        const clustered = await clusterSide(dir, pg, redis, quiet);
-        return { title: cluster.description, ...build(embedded, clustered, { pgVersion, redisVersion }, idleBefore) };
+        const clustered = await clusterSide(dir, pg, redis, streams, fleet, quiet);
+        const title = shards > 0 ? `${cluster.description}; cluster side's event streams on a Redis Cluster of ${shards} primaries` : cluster.description;
+        return { title, ...build(embedded, clustered, { pgVersion, redisVersion, redisShards: shards }, idleBefore) };
       } finally {
+        await streams?.stop();
         await redis?.stop();
         await pg?.stop();
       }

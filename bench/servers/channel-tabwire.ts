@@ -9,7 +9,7 @@
  *                               tabs tabIdOf(prefix, i), paced; each event's data carries the CLOCK_MONOTONIC
  *                               time (ns) just before hub.deliver. Answers when the last one was handed over.
  *   POST /__bench/deliver-all   {prefix, tabs}: one event to every tab tabIdOf(prefix, i)
- *   GET  /__bench/redis-counts  cluster node: the commands this node sent to Redis so far, by kind (see below)
+ *   GET  /__bench/redis-counts  cluster node: the commands this node sent to Redis (and its Redis Cluster) so far, by kind
  *   GET  /__bench/pubsub-received  cluster node: the pub/sub messages Redis delivered to this node so far, by
  *                               channel (the node's key prefix left out, ids as `*`): plain, pattern and sharded
  *   POST /__bench/binding-refresh  what the node's binding-refresh timer does, once, now (tab bindings in the
@@ -21,7 +21,7 @@
  *                               pairs on CLOCK_MONOTONIC, so event latencies can be set beside them
  *
  * Args: one JSON object {port, sqliteFile, pingTimeoutSeconds?, longPollHoldSeconds?, tabIdleSeconds?,
- * databaseUrl?, redisUrl?, publicBaseUrl?, qrRequestsPerAddressPerMinute?, qrRequestsPerSessionPerMinute?,
+ * databaseUrl?, redisUrl?, redisClusterUrls?, publicBaseUrl?, qrRequestsPerAddressPerMinute?, qrRequestsPerSessionPerMinute?,
  * tabBindingRetentionSeconds?}: with databaseUrl and redisUrl
  * the node runs in cluster mode (PostgreSQL store, Redis broker, bus and limits); publicBaseUrl names the
  * address every node of one cluster shares (the load balancer's).
@@ -39,6 +39,7 @@ import type { TabAddress } from '../../src/protocol/address.js';
 import { settleHeap } from '../lib/measure/channel-heap.js';
 import { tabIdOf } from '../lib/load/channel-ids.js';
 import { serveAsChild } from './protocol.js';
+import { commandKind, countClusterCommands, type SentCommand } from './redis-command-kinds.js';
 
 interface Args {
   port: number;
@@ -48,6 +49,7 @@ interface Args {
   tabIdleSeconds?: number;
   databaseUrl?: string;
   redisUrl?: string;
+  redisClusterUrls?: string[];
   publicBaseUrl?: string;
   qrRequestsPerAddressPerMinute?: number;
   qrRequestsPerSessionPerMinute?: number;
@@ -65,20 +67,9 @@ function countRedisCommands(client: Redis, prefix: string): Map<string, number> 
   const counts = new Map<string, number>();
   const scripts = (client as unknown as { scriptsSet?: Record<string, { sha: string }> }).scriptsSet ?? {};
   const names = new Map<string, string>();
-  const family = (key: unknown): string => {
-    if (typeof key !== 'string' && !Buffer.isBuffer(key)) return '';
-    const text = key.toString();
-    if (!text.startsWith(prefix)) return '';
-    return text.slice(prefix.length).replace(/\{[^}]*\}/g, '{}').split(':').slice(0, 2).join(':');
-  };
-  type Sent = { name: string; args: unknown[] };
-  const send = client.sendCommand.bind(client) as (command: Sent, stream?: unknown) => unknown;
+  const send = client.sendCommand.bind(client) as (command: SentCommand, stream?: unknown) => unknown;
   (client as unknown as { sendCommand: typeof send }).sendCommand = (command, stream) => {
-    let kind: string;
-    if (command.name === 'evalsha' || command.name === 'eval') {
-      if (names.size === 0) for (const [name, script] of Object.entries(scripts)) names.set(script.sha, name);
-      kind = names.get(String(command.args[0])) ?? `${command.name} ${family(command.args[2])}`;
-    } else kind = `${command.name} ${family(command.args[0])}`.trim();
+    let kind = commandKind(command, scripts, names, prefix);
     // A pipelined twHold is the node's periodic presence refresh; a lone one a Register or a detach.
     if ((stream as { isPipeline?: boolean } | undefined)?.isPipeline) kind += ' (pipelined)';
     counts.set(kind, (counts.get(kind) ?? 0) + 1);
@@ -132,12 +123,16 @@ await serveAsChild(async () => {
       ...(args.tabIdleSeconds === undefined ? {} : { tabIdleSeconds: args.tabIdleSeconds }),
       ...(args.databaseUrl === undefined ? {} : { databaseUrl: args.databaseUrl }),
       ...(args.redisUrl === undefined ? {} : { redisUrl: args.redisUrl }),
+      ...(args.redisClusterUrls === undefined ? {} : { redisClusterUrls: args.redisClusterUrls }),
       ...(args.publicBaseUrl === undefined ? {} : { publicBaseUrl: args.publicBaseUrl }),
       ...(args.qrRequestsPerAddressPerMinute === undefined ? {} : { qrRequestsPerAddressPerMinute: args.qrRequestsPerAddressPerMinute }),
       ...(args.qrRequestsPerSessionPerMinute === undefined ? {} : { qrRequestsPerSessionPerMinute: args.qrRequestsPerSessionPerMinute }),
       ...(args.tabBindingRetentionSeconds === undefined ? {} : { tabBindingRetentionSeconds: args.tabBindingRetentionSeconds }),
     },
   );
+  // With a Redis Cluster for the streams, what the node sends there is counted too (before its clients exist).
+  const clusterCounts = new Map<string, number>();
+  if (config.redisClusterUrls) countClusterCommands(config.redisKeyPrefix, clusterCounts);
   const app = await buildApp(config);
   const { hub, store, redis, handlers, clock } = app.tabwire;
   const redisCounts = redis ? countRedisCommands(redis.client, redis.prefix) : new Map<string, number>();
@@ -234,7 +229,11 @@ await serveAsChild(async () => {
     phases.clear();
     return out;
   });
-  app.get('/__bench/redis-counts', async () => Object.fromEntries(redisCounts));
+  app.get('/__bench/redis-counts', async () => {
+    const all = new Map(redisCounts);
+    for (const [k, v] of clusterCounts) all.set(k, (all.get(k) ?? 0) + v);
+    return Object.fromEntries(all);
+  });
   app.get('/__bench/pubsub-received', async () => {
     const out: Record<string, number> = {};
     for (const [channel, n] of pubsubReceived) {

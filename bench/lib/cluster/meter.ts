@@ -5,7 +5,8 @@
  */
 import { fetchOnce } from '../load/load.js';
 import type { BenchPostgres, PgReading } from '../processes/postgres.js';
-import type { BenchRedis, RedisReading } from '../processes/redis.js';
+import type { RedisReading } from '../processes/redis.js';
+import type { RedisPart } from '../processes/redis-cluster.js';
 import { deltaOf, sumOf } from '../measure/counter-maps.js';
 import { machineBusyMicros, otherPercent } from '../measure/sysload.js';
 
@@ -20,7 +21,8 @@ export interface Window {
   ms: number;
   cpuMicros: Map<string, number>;
   otherPercent: number;
-  redis?: { calls: Map<string, number>; cpuMicros: number; memory: number; keys: number };
+  /** Summed over every Redis process read (the one Redis and the cluster's shards); `parts` each one's share. */
+  redis?: { calls: Map<string, number>; cpuMicros: number; memory: number; keys: number; parts?: RedisPart[] };
   pg?: { calls: Map<string, number>; writeXacts: number; cpuMicros: number; walBytes: number; walSyncs: number; walSyncMs: number };
   /** Commands the nodes sent to Redis, by kind, summed over the nodes. */
   sent: Map<string, number>;
@@ -30,7 +32,7 @@ export interface Window {
 export class Meter {
   constructor(
     private readonly probes: Probe[],
-    private readonly redis: BenchRedis | undefined,
+    private readonly redis: { read(): Promise<RedisReading & { parts?: RedisPart[] }> } | undefined,
     private readonly pg: BenchPostgres | undefined,
     private readonly nodePorts: number[],
   ) {}
@@ -71,7 +73,13 @@ export class Meter {
   }
 }
 
-const redisDelta = (a: RedisReading, b: RedisReading) => ({ calls: deltaOf(a.calls, b.calls), cpuMicros: b.cpuMicros - a.cpuMicros, memory: b.usedMemory - a.usedMemory, keys: b.keys - a.keys });
+const redisDelta = (a: RedisReading & { parts?: RedisPart[] }, b: RedisReading & { parts?: RedisPart[] }) => ({
+  calls: deltaOf(a.calls, b.calls),
+  cpuMicros: b.cpuMicros - a.cpuMicros,
+  memory: b.usedMemory - a.usedMemory,
+  keys: b.keys - a.keys,
+  ...(a.parts && b.parts ? { parts: b.parts.map((p, i) => ({ name: p.name, calls: p.calls - (a.parts![i]?.calls ?? 0), cpuMicros: p.cpuMicros - (a.parts![i]?.cpuMicros ?? 0) })) } : {}),
+});
 const pgDelta = (a: PgReading, b: PgReading) => ({
   calls: deltaOf(a.calls, b.calls),
   writeXacts: b.writeXacts - a.writeXacts,
@@ -116,6 +124,14 @@ export function mergeWindows(windows: readonly Window[]): Window {
       out.redis.cpuMicros += w.redis.cpuMicros;
       out.redis.memory += w.redis.memory;
       out.redis.keys += w.redis.keys;
+      for (const p of w.redis.parts ?? []) {
+        const parts = (out.redis.parts ??= []);
+        const into = parts.find((q) => q.name === p.name);
+        if (into) {
+          into.calls += p.calls;
+          into.cpuMicros += p.cpuMicros;
+        } else parts.push({ ...p });
+      }
     }
     if (w.pg) {
       out.pg ??= { calls: new Map(), writeXacts: 0, cpuMicros: 0, walBytes: 0, walSyncs: 0, walSyncMs: 0 };

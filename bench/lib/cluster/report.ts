@@ -27,6 +27,7 @@ import {
 } from './settings.js';
 import { percentile, table } from '../measure/stats.js';
 import { redisTable, sentTable, sqlTable } from './op-tables.js';
+import { redisSpreadLines } from './redis-spread.js';
 import type { BenchReport, BudgetCheck, Measurement } from '../measure/types.js';
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
@@ -57,7 +58,7 @@ function qrSummary(rounds: QrRound[], label: string) {
   return { mine, rate: rates.reduce((s, v) => s + v, 0) / rates.length, count, other: Math.max(...mine.map((r) => r.window.otherPercent)) };
 }
 
-export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion: string }, idleBefore: number): Omit<BenchReport, 'title'> {
+export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion: string; redisShards: number }, idleBefore: number): Omit<BenchReport, 'title'> {
   const sections: BenchReport['sections'] = [];
   const budgets: BudgetCheck[] = [];
   const measurements: Measurement[] = [];
@@ -147,7 +148,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
         [
           ['embedded node', pct(cpuPercent(e.idle, 'node')), `${perThousand(e, 'node').toFixed(2)}%`, num(((e.idle.cpuMicros.get('node') ?? 0) / e.idleTabs) / (e.idle.ms / 1000))],
           ...c.nodeNames.map((n) => [`cluster ${n}`, pct(cpuPercent(c.idle, n)), `${perThousand(c, n).toFixed(2)}%`, num(((c.idle.cpuMicros.get(n) ?? 0) / (c.idleTabs / 2)) / idleSeconds)]),
-          ['redis', pct(cpuPercent(c.idle, 'redis')), `${((cpuPercent(c.idle, 'redis') / c.idleTabs) * 1000).toFixed(3)}%`, num(redisIdleCpu / c.idleTabs / idleSeconds, 3)],
+          [infra.redisShards > 0 ? `redis (1 + ${infra.redisShards} shards)` : 'redis', pct(cpuPercent(c.idle, 'redis')), `${((cpuPercent(c.idle, 'redis') / c.idleTabs) * 1000).toFixed(3)}%`, num(redisIdleCpu / c.idleTabs / idleSeconds, 3)],
           ['postgres', pct(cpuPercent(c.idle, 'postgres')), `${((cpuPercent(c.idle, 'postgres') / c.idleTabs) * 1000).toFixed(3)}%`, num(pgIdleCpu / c.idleTabs / idleSeconds, 3)],
           ['clients (both)', pct(cpuPercent(c.idle, 'clients')), '', ''],
         ],
@@ -221,7 +222,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
   // Commands Redis executes per presence refresh of one tab (the script and those inside it): idle Redis does nothing else.
   const callsPerHold = brokerRefresh(c.idle.sent) > 0 ? redisIdleCalls / brokerRefresh(c.idle.sent) : 0;
   sections.push({
-    heading: '4. Redis commands and PostgreSQL statements per operation (cluster; presence refreshes left out of the per-request columns)',
+    heading: `4. Redis commands and PostgreSQL statements per operation (cluster; presence refreshes left out of the per-request columns)${infra.redisShards > 0 ? `; Redis: the one Redis and the ${infra.redisShards} shards of the streams' Redis Cluster, summed` : ''}`,
     lines: [
       ...sentTable([
         { label: 'per Register', per: c.open.tabs, sent: withoutRefresh(reg.sent) },
@@ -262,6 +263,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       ),
       `Redis cmds executed: INFO commandstats, every command including those inside scripts, minus ${num(callsPerHold, 1)} per presence refresh (twHold) in the window (the idle window's ratio). Presence refresh: ${num(idleHoldsPerTabSecond, 4)} twHold per tab per second (1 per ${PRESENCE_REFRESH_S} s).`,
       'CPU µs: the window\'s CPU minus the idle rate over the same time, per operation (small windows on a shared machine: indicative).',
+      ...(infra.redisShards > 0 ? ['', ...redisSpreadLines(c)] : []),
     ],
   });
 
@@ -269,7 +271,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
     context: [
       machineLine(),
       `tabwire: ${revision()}`,
-      `PostgreSQL ${infra.pgVersion} (defaults: fsync and synchronous_commit on; pg_stat_statements loaded), Redis ${infra.redisVersion} (no persistence), both private on loopback; libraries: ioredis ${versionOf('ioredis')}, pg ${versionOf('pg')}, ws ${versionOf('ws')}`,
+      `PostgreSQL ${infra.pgVersion} (defaults: fsync and synchronous_commit on; pg_stat_statements loaded), Redis ${infra.redisVersion} (no persistence)${infra.redisShards > 0 ? ` and a Redis Cluster of ${infra.redisShards} primaries (no replicas, cluster-require-full-coverage no) holding the event streams, presence and announcements (redisClusterUrls; the rest on the one Redis, whose PINGs the idle section times)` : ''}, all private on loopback; libraries: ioredis ${versionOf('ioredis')}, pg ${versionOf('pg')}, ws ${versionOf('ws')}`,
       `nodes: bench/servers/channel-tabwire.ts (buildApp, log silent, --expose-gc); cluster nodes share publicBaseUrl, PostgreSQL and Redis; the embedded node has its own SQLite file and the memory broker`,
       `tabs: ${fmt(TABS)} per node (open-file limit here ${openFilesLimit()} per process), each its own session (cookie from the 101), Ping every ${PING_MS / 1000} s; one clients process per node`,
       `idle check before the run: other processes used ${idleBefore.toFixed(0)}% of a core; load average at the end ${loadavg().map((v) => v.toFixed(1)).join(' ')}`,
