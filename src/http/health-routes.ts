@@ -17,7 +17,7 @@ export interface HealthRoutesOptions {
    * Timed probes (timed-probe.ts): Redis in a cluster, every primary of the Redis Cluster, and the store; a
    * server that does not answer in time is down.
    */
-  probes: { redis: Probe | undefined; redisCluster: Probe | undefined; store: Probe };
+  probes: { redis: Probe | undefined; redisCluster: { any: Probe; all: Probe } | undefined; store: Probe };
   /** Whether the node is draining before it stops (health/drain.ts). */
   drain: { readonly draining: boolean };
 }
@@ -71,7 +71,13 @@ export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions)
     if (o.redis && !o.redis.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach Redis', { retryAfter: 1 });
     if (o.redisCluster && !o.redisCluster.ready) throw new TabwireError('shared_state_unavailable', 'This node cannot reach the Redis Cluster', { retryAfter: 1 });
     // All asked at once: a stalled server costs one deadline, not several.
-    const [redisUp, storeUp, clusterUp] = await Promise.all([o.probes.redis?.up() ?? true, o.probes.store.up(), o.probes.redisCluster?.up()]);
+    const [redisUp, storeUp, clusterAny, clusterAll] = await Promise.all([
+      o.probes.redis?.up() ?? true,
+      o.probes.store.up(),
+      o.probes.redisCluster?.any.up(),
+      o.probes.redisCluster?.all.up(),
+    ]);
+    if (clusterAny === false) throw new TabwireError('shared_state_unavailable', 'No primary of the Redis Cluster answers this node in time', { retryAfter: 1 });
     if (!redisUp) throw new TabwireError('shared_state_unavailable', 'Redis does not answer this node in time (a stalled server, or a network that drops packets)', { retryAfter: 1 });
     if (!storeUp) throw new TabwireError('store_unavailable', 'The database does not answer this node in time', { retryAfter: 1 });
     return {
@@ -80,7 +86,7 @@ export async function healthRoutes(app: FastifyInstance, o: HealthRoutesOptions)
       // 'off' without an XMPP server configured; in a cluster one node is 'online' and the others 'standby'.
       xmpp: o.xmpp === undefined ? 'off' : (o.xmpp.state ?? (o.xmpp.online ? 'online' : 'offline')),
       redis: o.redis === undefined ? 'off' : 'up',
-      redisCluster: clusterUp === undefined ? 'off' : clusterUp ? 'up' : 'degraded',
+      redisCluster: clusterAll === undefined ? 'off' : clusterAll ? 'up' : 'degraded',
       store: 'up',
     };
   });

@@ -27,16 +27,18 @@ let nodes: [TestService, TestService, TestService];
 let direct: Redis[];
 /** slot -> index of the shard that owns it. */
 let owner: number[];
+let databaseUrl: string;
 
 beforeAll(async () => {
   redis = await startRedis();
   shards = await startRedisCluster(3);
   prefix = testPrefix('rcluster');
-  direct = shards.urls.map((url) => new Redis(url));
+  // The test stops the shards once: these connections then fail until they are back, which is expected here.
+  direct = shards.urls.map((url) => new Redis(url).on('error', () => undefined));
   // As docs/redis.md advises: a primary that fails leaves the other shards serving.
   for (const shard of direct) await shard.call('CONFIG', 'SET', 'cluster-require-full-coverage', 'no');
   owner = await slotOwners();
-  const databaseUrl = await postgresDatabase();
+  databaseUrl = await postgresDatabase();
   const started: TestService[] = [];
   for (let i = 0; i < 3; i++) {
     started.push(await startService({ redisUrl: redis.url, redisClusterUrls: shards.urls, redisKeyPrefix: prefix, instanceId: 'generation-1' }, { databaseUrl }));
@@ -232,6 +234,33 @@ describe('streams and presence on a Redis Cluster', () => {
     expect(events.map(n)).toEqual(['before', 'meanwhile', 'after']);
     expect(events.map((e) => e.id)).toEqual([events[0]!.id, events[0]!.id + 1, events[0]!.id + 2]);
     tab.close();
+  });
+
+  it('a node started while the Redis Cluster is down subscribes once it is back, and its tabs get their events', async () => {
+    const [one] = nodes;
+    await shards.stopShards();
+    let late: TestService | undefined;
+    try {
+      late = await startService({ redisUrl: redis.url, redisClusterUrls: shards.urls, redisKeyPrefix: prefix, instanceId: 'generation-1' }, { databaseUrl });
+      // Unreachable: the node answers, and says so, instead of hanging.
+      expect((await fetch(`${late.baseUrl}/readyz`)).status).toBe(503);
+    } finally {
+      await shards.startShards();
+    }
+    const node = late;
+    try {
+      // The shards came back empty: the other nodes' presence is made again by their heartbeats.
+      await until(async () => (await (await fetch(`${node.baseUrl}/readyz`)).json()).redisCluster === 'up', 'the new node to reach every primary');
+      const tab = await TestTab.open(node.wsUrl);
+      await registered(node, tab.tabId);
+      const address = await addressOf(node, tab);
+      await one.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: 'from one' } });
+      await until(() => tab.events.some((e) => e.type === 'Routed'), 'the event at the tab of the node started while the cluster was down');
+      expect(tab.events.filter((e) => e.type === 'Routed').map(n)).toEqual(['from one']);
+      tab.close();
+    } finally {
+      await node.close();
+    }
   });
 });
 

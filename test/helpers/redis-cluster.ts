@@ -34,6 +34,10 @@ export interface RedisClusterServer {
    * keeps its node id and slots; its keys are gone), and resolve once every node reports the cluster ok.
    */
   restart(i: number): Promise<void>;
+  /** Stops every shard (SIGTERM, SIGKILL after 5 s), keeping their directories: connections are refused. */
+  stopShards(): Promise<void>;
+  /** Starts the stopped shards again on their ports and directories (slots kept, keys gone); resolves once ok. */
+  startShards(): Promise<void>;
   /** Stops every shard (SIGTERM, SIGKILL after 5 s) and removes their directories. */
   stop(): Promise<void>;
 }
@@ -64,6 +68,24 @@ export async function startRedisCluster(shards = 3): Promise<RedisClusterServer>
     },
     resume(i) {
       nodeAt(nodes, i).child?.kill('SIGCONT');
+    },
+    async stopShards() {
+      await Promise.all(
+        nodes.map(async (node) => {
+          node.child?.kill('SIGCONT');
+          if (node.child) await terminate(node.child);
+          node.child = undefined;
+        }),
+      );
+    },
+    async startShards() {
+      for (const [i, node] of nodes.entries()) {
+        if (node.child) continue;
+        const child = await launch(node.port, node.dir);
+        if (typeof child === 'string') throw new Error(`shard ${i} did not start again on port ${node.port}: ${child}`);
+        node.child = child;
+      }
+      await untilClusterOk(nodes.map((n) => n.port));
     },
     async restart(i) {
       const node = nodeAt(nodes, i);
