@@ -152,6 +152,22 @@ export interface PublishOutcome {
   duplicate?: boolean;
 }
 
+/**
+ * A publish whose event was appended but could not be announced (on a Redis Cluster the node announces after
+ * the append, and the channel's shard was away). The hub offers the event again under its publish key, and the
+ * broker's answer to that retry (a duplicate) announces it again. What the append pushed out unsent comes with
+ * the error, to be stored: the retry's answer does not repeat it.
+ */
+export class AnnouncementFailed extends Error {
+  constructor(
+    readonly outcome: PublishOutcome,
+    options: { cause: unknown },
+  ) {
+    super('the event was appended but could not be announced', options);
+    this.name = 'AnnouncementFailed';
+  }
+}
+
 /** An event appended to a tab's stream, as `subscribe` tells it to the nodes that hold the tab. */
 export interface Announcement {
   to: TabAddress;

@@ -6,6 +6,7 @@ import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { RedisConnection } from '../redis/connection.js';
 import type { RedisClusterConnection } from '../redis/cluster-connection.js';
 import {
+  AnnouncementFailed,
   epochAt,
   NONE_AWAITING,
   PUBLISH_KEY_PATTERN,
@@ -177,13 +178,17 @@ export class RedisBroker implements Broker {
     const answer = Number(reply[0]);
     if (answer === 0) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
     const id = Number(reply[1]) + Number(reply[2]);
-    if (cluster) await this.announce(String(reply[5]), `${id}:${announcement}`, fallback !== undefined);
-    return {
+    const outcome: PublishOutcome = {
       frame: { type: event.type, data: event.data, id },
       unsent: fallbacksOf(reply.slice(6)),
       dropped: { overflow: Number(reply[3]), expired: Number(reply[4]) },
       ...(answer === 2 ? { duplicate: true } : {}),
     };
+    if (cluster) {
+      const failure = await this.announce(String(reply[5]), `${id}:${announcement}`, fallback !== undefined);
+      if (failure !== undefined) throw new AnnouncementFailed(outcome, { cause: failure });
+    }
+    return outcome;
   }
 
   subscribe(listener: AnnouncementListener): () => void {
@@ -352,19 +357,19 @@ export class RedisBroker implements Broker {
   }
 
   /**
-   * On a cluster: tells the holders the script named (sharded pub/sub, each on its node's channel). A failed
-   * announcement of an event without a fallback fails the publish: the hub offers it again under the same key,
-   * and the broker's answer to that retry announces it again. One with a fallback is not failed (the hub
-   * would store it while the stream keeps it): it waits in the stream for its tab's next read.
+   * On a cluster: tells the holders the script named (sharded pub/sub, each on its node's channel). Answers the
+   * failure of an event without a fallback, which fails the publish (AnnouncementFailed). One with a fallback is
+   * not failed (the hub would store it while the stream keeps it): it waits in the stream for its tab's next read.
    */
-  private async announce(told: string, payload: string, hasFallback: boolean): Promise<void> {
-    if (told === '') return;
+  private async announce(told: string, payload: string, hasFallback: boolean): Promise<unknown> {
+    if (told === '') return undefined;
     const connection = this.connection as RedisClusterConnection;
     const results = await Promise.allSettled(told.split(' ').map((holder) => connection.publish(this.channelPrefix + holder, payload)));
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
-    if (!failed) return;
-    if (!hasFallback) throw failed.reason;
+    if (!failed) return undefined;
+    if (!hasFallback) return failed.reason;
     this.log.warn({ err: failed.reason }, 'an event announcement failed; its tab reads it with its next read');
+    return undefined;
   }
 
   private keys(to: TabAddress): [m: string, ev: string, p: string, k: string, kt: string] {

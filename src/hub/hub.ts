@@ -1,4 +1,4 @@
-import type { Announcement, DeliveryFallback } from '../broker/broker.js';
+import { AnnouncementFailed, type Announcement, type DeliveryFallback } from '../broker/broker.js';
 import { disconnects } from './disconnect.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
 import type { TabAddress } from '../protocol/address.js';
@@ -144,6 +144,8 @@ export class Hub implements Delivery {
     try {
       outcome = await this.deps.broker.publish(to, event, this.deps.clock.now(), fallback, key);
     } catch (err) {
+      // Appended but not announced: what the append pushed out unsent is stored all the same.
+      if (err instanceof AnnouncementFailed) this.fallBack(err.outcome.unsent);
       if (retrying) throw err;
       this.deps.log.warn({ err }, 'the broker did not take an event');
       // An XMPP message is stored instead; any other event is offered again, in order, within the age bound.

@@ -1,7 +1,10 @@
 import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
-import type { Broker } from '../../src/broker/broker.js';
+import { AnnouncementFailed, type Broker } from '../../src/broker/broker.js';
+import { RedisBroker } from '../../src/broker/redis-broker.js';
+import { connectRedisCluster } from '../../src/redis/cluster-connection.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
@@ -260,6 +263,45 @@ describe('streams and presence on a Redis Cluster', () => {
       tab.close();
     } finally {
       await node.close();
+    }
+  });
+
+  it('an append whose announcement failed hands back what it pushed out unsent, and its retry announces it once', async () => {
+    const bounds = { limit: 3, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 };
+    const brokerPrefix = testPrefix('announce');
+    const silent = pino({ level: 'silent' });
+    const connections = [0, 1].map(() => connectRedisCluster(shards.urls, silent, { prefix: brokerPrefix }));
+    try {
+      const [holder, publisher] = await Promise.all(connections.map((c, k) => RedisBroker.open(c, bounds, { node: `node-${k + 1}`, log: silent })));
+      const heard: number[] = [];
+      holder!.subscribe((a) => heard.push(a.frame.id));
+      const to: TabAddress = { tabId: 'tab-00001', session: 'c'.repeat(64) };
+      const now = Date.now();
+      await holder!.hold(to, 'node-1', now + 1e9, now);
+      const fallback = (k: number) => ({ kind: 'agent-message' as const, accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${k}"/>`, createdAt: 0 });
+      for (let k = 1; k <= 3; k++) await publisher!.publish(to, { type: 'M', data: k }, now, fallback(k), `m${k}`);
+      await until(() => heard.length === 3, 'the three messages announced');
+      // node-1's channel's shard stalls; a fourth event pushes the oldest message out unsent.
+      const channelShard = await shardOf(`${brokerPrefix}events:node-1`);
+      shards.pause(channelShard);
+      let failure: unknown;
+      try {
+        await publisher!.publish(to, { type: 'E', data: 4 }, now, undefined, 'e4');
+      } catch (err) {
+        failure = err;
+      } finally {
+        shards.resume(channelShard);
+      }
+      expect(failure).toBeInstanceOf(AnnouncementFailed);
+      expect((failure as AnnouncementFailed).outcome.unsent.map((f) => f.content)).toEqual(['<m n="1"/>']);
+      const id = (failure as AnnouncementFailed).outcome.frame!.id;
+      // The hub's retry under the same key: a duplicate, announced again.
+      const again = await publisher!.publish(to, { type: 'E', data: 4 }, now, undefined, 'e4');
+      expect(again).toMatchObject({ duplicate: true, unsent: [] });
+      expect(again.frame!.id).toBe(id);
+      await until(() => heard.includes(id), 'the retried announcement');
+    } finally {
+      await Promise.all(connections.map((c) => c.close()));
     }
   });
 });
