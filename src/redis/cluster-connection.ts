@@ -1,7 +1,8 @@
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
-import { redisOptions, watch, type ChannelListener } from './connection.js';
+import { redisOptions, watch, type ChannelListener, type PrefixedRedis } from './connection.js';
 import { checkVersionOnReady } from './version.js';
+import { Listeners } from '../listeners.js';
 import { boundedCommands, withDeadline } from './deadline.js';
 
 export interface RedisClusterConnectOptions {
@@ -17,36 +18,18 @@ export interface RedisClusterConnectOptions {
  * pub/sub (Redis 7 `SSUBSCRIBE`/`SPUBLISH`) for the announcements, so a message goes only through the shard
  * that owns its channel instead of being copied to every shard as classic PUBLISH is on a cluster.
  */
-export interface RedisClusterConnection {
+export interface RedisClusterConnection extends PrefixedRedis {
   readonly topology: 'cluster';
   /**
    * For commands and Lua scripts; every script's keys share one hash slot (a `{…}` tag). Every command that
-   * answers a promise is bounded by REDIS_COMMAND_TIMEOUT_MS (deadline.ts), as on one Redis.
+   * answers a promise is bounded by REDIS_COMMAND_TIMEOUT_MS (deadline.ts), as on one Redis. Channels are
+   * sharded (`SSUBSCRIBE`), each on the shard that owns its slot.
    */
   readonly client: Cluster;
-  readonly prefix: string;
-  /** `prefix` + parts joined by ':'. */
-  key(...parts: string[]): string;
-  /** A channel name, prefixed like keys. */
-  channel(name: string): string;
-  /**
-   * Subscribes `listener` to a sharded channel (unprefixed name). Resolves once the cluster confirmed or, when
-   * it is not reachable, without error: the client subscribes again when the channel's shard is back.
-   * Resolves to a function that removes the listener.
-   */
-  subscribe(name: string, listener: ChannelListener): Promise<() => Promise<void>>;
   /** Publishes on a sharded channel (prefixed name, as `channel` gives). */
   publish(channel: string, payload: string): Promise<void>;
-  /**
-   * Calls `listener` each time the sharded subscribers were made again (a shard was lost, or slots moved):
-   * what was published meanwhile was missed. Returns a function that removes it.
-   */
-  onResubscribed(listener: () => void): () => void;
   /** Another cluster client with the same settings (the presence refresh's). Closed by `close()`. */
   duplicate(role: string): Cluster;
-  readonly ready: boolean;
-  readonly down: boolean;
-  close(): Promise<void>;
 }
 
 /**
@@ -90,7 +73,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
   client.on('ready', () => (everReady = true));
 
   const listeners = new Map<string, Set<ChannelListener>>();
-  const resubscribed = new Set<() => void>();
+  const resubscribed = new Listeners<void>('resubscription listener', moduleLog);
   /** Whether every wanted channel was confirmed once: later confirmations follow a loss (resubscribed). */
   let confirmed = false;
   /**
@@ -111,13 +94,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     const again = confirmed;
     confirmed = true;
     if (!again) return;
-    for (const listener of resubscribed) {
-      try {
-        listener();
-      } catch (err) {
-        moduleLog.error({ err }, 'resubscription listener failed');
-      }
-    }
+    resubscribed.tell();
   };
   // The client made its sharded subscribers again (a shard lost, slots moved), or connected for the first time.
   client.on('subscribersReady', () => void subscribeAll());
@@ -165,8 +142,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       await client.spublish(channel, payload);
     },
     onResubscribed(listener) {
-      resubscribed.add(listener);
-      return () => resubscribed.delete(listener);
+      return resubscribed.add(listener);
     },
     duplicate(role) {
       const cluster = open(role, false);

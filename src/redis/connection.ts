@@ -25,39 +25,29 @@ export interface RedisConnectOptions {
 export type ChannelListener = (payload: string) => void;
 
 /**
- * One node's way to Redis: a command connection, a separate subscriber connection (a connection in
- * subscriber mode can run no other command; RESP2 `SUBSCRIBE`), and the key prefix. Every module
- * builds its keys with `key(...)` and its channels with `channel(...)`, never by hand.
+ * What every way to Redis offers (one Redis here, a Redis Cluster in cluster-connection.ts): the key prefix,
+ * pub/sub on the node's channels, readiness. Every module builds its keys with `key(...)` and its channels with
+ * `channel(...)`, never by hand.
  */
-export interface RedisConnection {
-  /** One Redis (a Redis Cluster's connection is cluster-connection.ts). */
-  readonly topology: 'single';
-  /** For commands and Lua scripts. Never put in subscriber mode and never used for blocking reads. */
-  readonly client: Redis;
+export interface PrefixedRedis {
   readonly prefix: string;
   /** `prefix` + parts joined by ':'. */
   key(...parts: string[]): string;
   /** A channel name; channels are prefixed like keys (ioredis' own `keyPrefix` would not prefix them). */
   channel(name: string): string;
   /**
-   * Subscribes `listener` to a channel (unprefixed name) on the shared subscriber connection. Resolves
-   * once Redis confirmed, or, when Redis is not reachable within REDIS_COMMAND_TIMEOUT_MS, without
-   * error: the channel is then subscribed when the connection comes up. After every reconnect all
-   * channels are subscribed again; messages published while the subscriber was disconnected are not
-   * received (pub/sub is at-most-once). Resolves to a function that removes the listener.
+   * Subscribes `listener` to a channel (unprefixed name). Resolves once Redis confirmed, or, when Redis is not
+   * reachable within REDIS_COMMAND_TIMEOUT_MS, without error: the channel is then subscribed when the
+   * connection comes up. After every reconnect all channels are subscribed again; messages published while the
+   * subscriber was disconnected are not received (pub/sub is at-most-once). Resolves to a function that
+   * removes the listener.
    */
   subscribe(name: string, listener: ChannelListener): Promise<() => Promise<void>>;
   /**
-   * Calls `listener` each time the subscriber connection has subscribed its channels again after a
-   * reconnect: what was published while it was away was missed. Returns a function that removes it.
+   * Calls `listener` each time the subscription was made again after a loss, once Redis confirmed it: what
+   * was published while it was away was missed. Returns a function that removes it.
    */
   onResubscribed(listener: () => void): () => void;
-  /**
-   * Another connection with the same settings, for what may not share the command connection: blocking
-   * reads (`XREAD BLOCK`, `BLPOP`) must pass `{ commandTimeout: undefined }` so the client-side timeout
-   * does not cut them off. Closed by `close()`.
-   */
-  duplicate(role: string, overrides?: Partial<RedisOptions>): Redis;
   /** True while the command connection is established (readiness). */
   readonly ready: boolean;
   /**
@@ -68,6 +58,23 @@ export interface RedisConnection {
   readonly down: boolean;
   /** Closes every connection made here; pending commands are rejected. */
   close(): Promise<void>;
+}
+
+/**
+ * One node's way to one Redis: a command connection, a separate subscriber connection (a connection in
+ * subscriber mode can run no other command; RESP2 `SUBSCRIBE`), and the key prefix.
+ */
+export interface RedisConnection extends PrefixedRedis {
+  /** One Redis (a Redis Cluster's connection is cluster-connection.ts). */
+  readonly topology: 'single';
+  /** For commands and Lua scripts. Never put in subscriber mode and never used for blocking reads. */
+  readonly client: Redis;
+  /**
+   * Another connection with the same settings, for what may not share the command connection: blocking
+   * reads (`XREAD BLOCK`, `BLPOP`) must pass `{ commandTimeout: undefined }` so the client-side timeout
+   * does not cut them off. Closed by `close()`.
+   */
+  duplicate(role: string, overrides?: Partial<RedisOptions>): Redis;
 }
 
 /**

@@ -9,7 +9,7 @@ import { Redis } from 'ioredis';
 import { startRedisCluster } from '../../../test/helpers/redis-cluster.js';
 import { procCpuMicros } from '../measure/proc-cpu.js';
 import { sumOf } from '../measure/counter-maps.js';
-import type { BenchRedis, RedisReading } from './redis.js';
+import { readRedis, type BenchRedis, type RedisReading } from './redis.js';
 
 /** The running cluster: its seed URLs (every primary) and each shard's INFO and CPU readings. */
 export interface BenchRedisCluster {
@@ -30,19 +30,6 @@ export function clusterShardsFromEnv(): number {
   return n;
 }
 
-/** Reads INFO commandstats and memory, DBSIZE and /proc CPU of one Redis over `client` (its own INFO and DBSIZE left out). */
-export async function readRedis(client: Redis, pid: number): Promise<RedisReading> {
-  const [stats, memory, keys] = await Promise.all([client.info('commandstats'), client.info('memory'), client.dbsize()]);
-  const calls = new Map<string, number>();
-  const usec = new Map<string, number>();
-  for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
-    // The benchmark's own readings are not the nodes' load.
-    if (m[1] === 'info' || m[1] === 'dbsize') continue;
-    calls.set(m[1]!, Number(m[2]));
-    usec.set(m[1]!, Number(m[3]));
-  }
-  return { calls, usec, cpuMicros: procCpuMicros(pid), usedMemory: Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0), keys };
-}
 
 export async function startBenchRedisCluster(shards: number): Promise<BenchRedisCluster> {
   const server = await startRedisCluster(shards);

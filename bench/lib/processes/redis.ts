@@ -48,19 +48,7 @@ export async function startBenchRedis(): Promise<BenchRedis> {
       port: server.port,
       url,
       pid,
-      async read() {
-        const [stats, memory, keyspace] = await Promise.all([client.info('commandstats'), client.info('memory'), client.dbsize()]);
-        const calls = new Map<string, number>();
-        const usec = new Map<string, number>();
-        for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
-          // The benchmark's own readings are not the nodes' load.
-          if (m[1] === 'info' || m[1] === 'dbsize') continue;
-          calls.set(m[1]!, Number(m[2]));
-          usec.set(m[1]!, Number(m[3]));
-        }
-        const used = Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0);
-        return { calls, usec, cpuMicros: procCpuMicros(pid), usedMemory: used, keys: keyspace };
-      },
+      read: () => readRedis(client, pid),
       stop,
     };
   } catch (err) {
@@ -90,4 +78,18 @@ export async function pingRedis(url: string, ms: number, everyMs = 5): Promise<{
     client.disconnect();
   }
   return { count: rtts.length, p50: percentile(rtts, 50), p99: percentile(rtts, 99), max: percentile(rtts, 100) };
+}
+
+/** Reads INFO commandstats and memory, DBSIZE and /proc CPU of one Redis over `client` (its own INFO and DBSIZE left out). */
+export async function readRedis(client: Redis, pid: number): Promise<RedisReading> {
+  const [stats, memory, keys] = await Promise.all([client.info('commandstats'), client.info('memory'), client.dbsize()]);
+  const calls = new Map<string, number>();
+  const usec = new Map<string, number>();
+  for (const m of stats.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) {
+    // The benchmark's own readings are not the nodes' load.
+    if (m[1] === 'info' || m[1] === 'dbsize') continue;
+    calls.set(m[1]!, Number(m[2]));
+    usec.set(m[1]!, Number(m[3]));
+  }
+  return { calls, usec, cpuMicros: procCpuMicros(pid), usedMemory: Number(/^used_memory:(\d+)/m.exec(memory)?.[1] ?? 0), keys };
 }
