@@ -60,17 +60,22 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       },
       clusterRetryStrategy: (times) => retryStrategy?.(times) ?? 1_000,
       enableOfflineQueue,
-      enableAutoPipelining: true,
+      // Auto-pipelining would send SSUBSCRIBE (which ioredis 5 does not keep out of its pipelines) on a command
+      // connection, which then refuses every other command: the subscriptions have a client of their own.
+      enableAutoPipelining: !sharded,
       shardedSubscribers: sharded,
     });
     watch(cluster, role, moduleLog, 'Redis Cluster');
     return cluster;
   };
-  const raw = open('commands', true);
+  const raw = open('commands', false);
   const client = boundedCommands(raw);
   checkVersionOnReady(client, 'Redis Cluster', moduleLog);
   let everReady = false;
   client.on('ready', () => (everReady = true));
+  // The sharded subscriptions: one connection per primary that owns a subscribed channel, made by the client.
+  const rawSubscriber = open('pubsub', true);
+  const subscriber = boundedCommands(rawSubscriber);
 
   const listeners = new Map<string, Set<ChannelListener>>();
   const resubscribed = new Listeners<void>('resubscription listener', moduleLog);
@@ -86,7 +91,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     const channels = [...listeners.keys()];
     if (channels.length === 0) return;
     try {
-      await Promise.all(channels.map((channel) => client.ssubscribe(channel)));
+      await Promise.all(channels.map((channel) => subscriber.ssubscribe(channel)));
     } catch (err) {
       moduleLog.warn({ err }, 'Redis Cluster subscribe failed; tried again when the shards are back');
       return;
@@ -97,11 +102,11 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     resubscribed.tell();
   };
   // The client made its sharded subscribers again (a shard lost, slots moved), or connected for the first time.
-  client.on('subscribersReady', () => void subscribeAll());
-  client.on('ready', () => {
+  subscriber.on('subscribersReady', () => void subscribeAll());
+  subscriber.on('ready', () => {
     if (!confirmed) void subscribeAll();
   });
-  client.on('smessage', (channel: string, payload: string) => {
+  subscriber.on('smessage', (channel: string, payload: string) => {
     for (const listener of listeners.get(channel) ?? []) {
       try {
         listener(payload);
@@ -126,7 +131,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       if (firstListener) {
         // Not waited for beyond the command time: a node starts while the cluster is away, and subscribeAll
         // subscribes it when the cluster is back.
-        await withDeadline(client.ssubscribe(channel)).then(
+        await subscriber.ssubscribe(channel).then(
           () => (confirmed = true),
           (err: unknown) => moduleLog.warn({ err, channel }, 'Redis Cluster subscribe failed; tried again when the shards are back'),
         );
@@ -135,7 +140,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
         const current = listeners.get(channel);
         if (!current?.delete(listener) || current.size > 0) return;
         listeners.delete(channel);
-        await client.sunsubscribe(channel).catch(() => undefined);
+        await subscriber.sunsubscribe(channel).catch(() => undefined);
       };
     },
     async publish(channel, payload) {
@@ -156,7 +161,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       return everReady && client.status !== 'ready';
     },
     async close() {
-      await Promise.all([raw, ...extra].map((c) => withDeadline(c.quit()).catch(() => c.disconnect())));
+      await Promise.all([raw, rawSubscriber, ...extra].map((c) => withDeadline(c.quit()).catch(() => c.disconnect())));
     },
   };
 }

@@ -94,6 +94,18 @@ describe('streams and presence on a Redis Cluster', () => {
     await two.app.tabwire.hub.deliver(address, { type: 'Marker', data: null });
     await tab.next('Marker');
     expect(tab.events.map((e) => e.type)).toEqual(['SignatureReceived', 'Marker']);
+    // Subscriptions only on the subscriber connections: a command connection in subscriber mode refuses every
+    // other command (ioredis's auto-pipelining would put SSUBSCRIBE on one).
+    let subscribed = 0;
+    for (const shard of direct) {
+      for (const line of String(await shard.call('CLIENT', 'LIST')).split('\n')) {
+        const count = (field: string) => Number(new RegExp(`\\b${field}=(\\d+)`).exec(line)?.[1] ?? 0);
+        // The command and presence connections are named by tabwire; the sharded subscribers by the client.
+        if (/name=tabwire:(commands|presence)\b/.test(line)) expect(count('sub') + count('psub') + count('ssub'), line).toBe(0);
+        subscribed += count('ssub');
+      }
+    }
+    expect(subscribed).toBeGreaterThanOrEqual(3); // each node's channel
     // The tab's stream is on the shard its slot names; the one Redis has no per-tab key and no nodes' set.
     expect(await direct[await shardOf(metaKey(address))]!.exists(metaKey(address))).toBe(1);
     const single = new Redis(redis.url);
@@ -275,14 +287,16 @@ describe('streams and presence on a Redis Cluster', () => {
       const [holder, publisher] = await Promise.all(connections.map((c, k) => RedisBroker.open(c, bounds, { node: `node-${k + 1}`, log: silent })));
       const heard: number[] = [];
       holder!.subscribe((a) => heard.push(a.frame.id));
-      const to: TabAddress = { tabId: 'tab-00001', session: 'c'.repeat(64) };
+      // A tab whose keys are not on the shard of node-1's channel, which is stalled below.
+      const channelShard = await shardOf(`${brokerPrefix}events:node-1`);
+      let to: TabAddress = { tabId: 'tab-00000', session: 'c'.repeat(64) };
+      for (let k = 1; (await shardOf(`${brokerPrefix}t:{${to.session}:${to.tabId}}:m`)) === channelShard; k++) to = { ...to, tabId: `tab-${String(k).padStart(5, '0')}` };
       const now = Date.now();
       await holder!.hold(to, 'node-1', now + 1e9, now);
       const fallback = (k: number) => ({ kind: 'agent-message' as const, accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${k}"/>`, createdAt: 0 });
       for (let k = 1; k <= 3; k++) await publisher!.publish(to, { type: 'M', data: k }, now, fallback(k), `m${k}`);
       await until(() => heard.length === 3, 'the three messages announced');
       // node-1's channel's shard stalls; a fourth event pushes the oldest message out unsent.
-      const channelShard = await shardOf(`${brokerPrefix}events:node-1`);
       shards.pause(channelShard);
       let failure: unknown;
       try {
