@@ -4,6 +4,7 @@ import type { Delivery } from '../hub/delivery.js';
 import type { TabRegistry } from '../hub/registry.js';
 import type { QuickLoginResult } from '../protocol/events.js';
 import type { Callback, CallbackToStore, LoginCode, Store } from '../store/stores.js';
+import type { PublishedMarks } from './published-marks.js';
 import type { QrRequests } from './qr-requests.js';
 import type { ServerSigner } from './server-signer.js';
 
@@ -27,6 +28,8 @@ export interface QuickLoginDeps {
   /** QR requests and their derived codes (docs/signing.md "Derived codes"); absent, no derived code resolves. */
   requests?: QrRequests;
   delivery: Delivery;
+  /** Marks settled results published once they are in their tabs' streams (written together, published-marks.ts). */
+  marks: Pick<PublishedMarks, 'add'>;
   clock: Clock;
   signer: ServerSigner;
   log: Logger;

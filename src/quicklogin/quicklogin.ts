@@ -183,8 +183,7 @@ export class QuickLogin {
    */
   private async publishResult(record: LoginCode, tabEvent: TabEvent): Promise<boolean> {
     if (record.tabId === '' || record.sessionHash === null) return false;
-    const { delivery, store, clock, log } = this.deps;
-    return publishSettledResult({ delivery, codes: store.codes, clock, log }, record.code, { tabId: record.tabId, session: record.sessionHash }, tabEvent);
+    return publishSettledResult(this.deps, record.code, { tabId: record.tabId, session: record.sessionHash }, tabEvent);
   }
 
   /** What a code's tab is told when it is settled: the result (browser-only mode), or the rejection (both modes). */

@@ -2,15 +2,17 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Delivery } from '../hub/delivery.js';
 import type { CodeStore } from '../store/stores.js';
+import type { PublishedMarks } from './published-marks.js';
 import { publishSettledResult } from './settled-result.js';
 
 /** Owed results published per sweep at most; the rest wait for the next sweep (a bounded burst after an outage). */
 const SWEEP_LIMIT = 200;
 
-/** What the outbox calls: the settled codes, the tabs' delivery, time, log. */
+/** What the outbox calls: the settled codes, the tabs' delivery, the marks, time, log. */
 export interface ResultOutboxDeps {
-  codes: Pick<CodeStore, 'unpublished' | 'markPublished'>;
+  codes: Pick<CodeStore, 'unpublished'>;
   delivery: Delivery;
+  marks: Pick<PublishedMarks, 'add'>;
   clock: Clock;
   log: Logger;
 }

@@ -41,6 +41,13 @@ export interface LoginCode {
   published?: boolean;
 }
 
+/**
+ * Codes one `markPublished` call takes at most. One statement marks them all; with the code list padded to this
+ * length it is one statement text, which PostgreSQL prepares once (32 codes and the time stay within the
+ * 64 parameters of a prepared statement, store/postgres/prepared-statements.ts).
+ */
+export const MARKS_PER_CALL = 32;
+
 /** How a code is settled. */
 export interface Settlement {
   state: Exclude<CodeState, 'pending'>;
@@ -97,8 +104,8 @@ export interface CodeStore {
    * without is never listed.
    */
   unpublished(since: number, before: number, limit: number): Promise<UnpublishedResult[]>;
-  /** The code's tab event is in its tab's stream: the outbox lets it be. */
-  markPublished(code: string, now: number): Promise<void>;
+  /** These codes' tab events are in their tabs' streams: the outbox lets them be. At most MARKS_PER_CALL codes: one statement. */
+  markPublished(codes: readonly string[], now: number): Promise<void>;
   /** Removes codes that expired before `before`; returns how many. */
   deleteExpired(before: number): Promise<number>;
 }

@@ -6,6 +6,7 @@ import type { QrRequestStore } from './qr-request-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
 export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from './code-store.js';
+export { MARKS_PER_CALL } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
 export type { QrRequestRecord, QrRequestStore } from './qr-request-store.js';

@@ -17,6 +17,7 @@ import { runPeriodicallyOncePerCluster } from '../lease/leader.js';
 import type { LeaseFactory } from '../lease/lease.js';
 import type { Metrics } from '../metrics.js';
 import type { CodeKeyRing } from '../quicklogin/code-keys.js';
+import { PublishedMarks } from '../quicklogin/published-marks.js';
 import { QrRequests } from '../quicklogin/qr-requests.js';
 import { QuickLogin } from '../quicklogin/quicklogin.js';
 import { ResultOutbox } from '../quicklogin/result-outbox.js';
@@ -28,6 +29,11 @@ import { LEASES } from './shared.js';
 /** How often the result outbox looks for owed results, and how long a settling node has to publish its own. */
 const RESULT_SWEEP_MS = 1_000;
 const RESULT_GRACE_MS = 2_000;
+/**
+ * How long a published result's mark waits for others to share its statement. A quarter of the grace, so a
+ * live node's marks are committed long before the outbox would take its results for owed.
+ */
+const RESULT_MARK_WINDOW_MS = RESULT_GRACE_MS / 4;
 /**
  * Short, so that when the holder dies with results owed (the case the outbox is for), another node
  * publishes them within seconds: the hold ends at most this long after the last renewal.
@@ -81,6 +87,7 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
       pollMs: config.callbackPollMs,
     },
   );
+  const marks = new PublishedMarks({ codes: store.codes, clock, log: log.child({ module: 'quicklogin:marks' }) }, RESULT_MARK_WINDOW_MS);
   // The metric's two children, looked up once rather than per QR request.
   const answersMade = { ahead: metrics.qrAnswers.labels('ahead'), on_request: metrics.qrAnswers.labels('on_request') };
   const quickLogin = new QuickLogin(
@@ -90,6 +97,7 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
       // Always there, so codes derived before `qrDerivedCodes` was turned off still resolve until they expire.
       requests: new QrRequests({ store: store.qrRequests, keys: codeKeys, log: log.child({ module: 'quicklogin:requests' }) }),
       delivery: hub,
+      marks,
       clock,
       signer,
       log: log.child({ module: 'quicklogin' }),
@@ -117,7 +125,7 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
   // Results owed to tabs by settlements whose node died before publishing them (docs/events.md
   // "Results reach the page once").
   const outbox = new ResultOutbox(
-    { codes: store.codes, delivery: hub, clock, log: log.child({ module: 'quicklogin:outbox' }) },
+    { codes: store.codes, delivery: hub, marks, clock, log: log.child({ module: 'quicklogin:outbox' }) },
     { windowMs: config.outboxMaxAgeSeconds * 1000, graceMs: RESULT_GRACE_MS },
   );
   const outboxRunner = runPeriodicallyOncePerCluster(leases(LEASES.resultOutbox, RESULT_OUTBOX_LEASE_TTL_MS), outbox, RESULT_SWEEP_MS, log);
@@ -150,6 +158,8 @@ export function createQuickLoginArea(config: Config, deps: QuickLoginAreaDeps): 
       await outboxRunner.stop();
       await deliverer.stop();
       await quickLogin.close();
+      // Before the store closes: what was published is marked, so the outbox does not publish it again.
+      await marks.flush();
     },
   };
 }

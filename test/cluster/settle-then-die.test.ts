@@ -1,6 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { readKeyFile } from '../../src/identity/key-file.js';
@@ -21,13 +22,15 @@ let cluster: Cluster;
 let dir: string;
 let signer: Signer;
 const mark = () => join(dir, 'held');
+/** Where node 1's fixture holds it (HOLD_STEP): read when the node starts. */
+let holdStep: 'settle' | 'mark' = 'settle';
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'tabwire-settle-die-'));
   cluster = await Cluster.start({
     nodes: 3,
     nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-after-settle.mjs')] : []),
-    nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_AFTER_SETTLE_MARK: mark() } : {}),
+    nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_AFTER_SETTLE_MARK: mark(), HOLD_STEP: holdStep } : {}),
   });
   const keyFile = join(dir, 'ada.key');
   await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
@@ -94,4 +97,45 @@ describe('a node SIGKILLed between the settlement commit and the publish', () =>
     expect(ids[1]!).toBeGreaterThan(ids[0]!);
     tab.close();
   }, 120_000);
+
+  it('a node SIGKILLed after the publish, before it wrote the mark: the page has the result once, and a live node marks it', async () => {
+    holdStep = 'mark';
+    await cluster.restart(0);
+    const tab = await TestTab.open(cluster.wsUrl(1));
+    await tab.next('CheckServerInstance');
+    rmSync(mark(), { force: true });
+    const qr = await fetch(`${cluster.url(1)}/QuickLogin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: tab.cookie },
+      body: JSON.stringify({ mode: 'text', purpose: 'unmarked', serviceId: '', tab: tab.tabId }),
+    });
+    const { signUrl } = (await qr.json()) as { signUrl: string };
+    const info = await fetchSignInfo(on(cluster.url(0), signUrl));
+    // Answered: the mark is not awaited by the signature.
+    await postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');
+    await until(() => results(tab).some((e) => purposeOf(e) === 'unmarked'), 'the result at the page, published by node 1');
+    await until(() => existsSync(mark()), 'node 1 held as it writes the mark', 60_000);
+    await cluster.kill(0);
+    expect(await announcedAt(info.code)).toBeNull();
+    // A live node's result outbox finds the row owed, publishes it again under its key (the stream appends
+    // nothing) and marks it.
+    await until(async () => (await announcedAt(info.code)) !== null, 'the row marked by a live node', 60_000);
+    await marker(tab, 'marker 3');
+    expect(results(tab).map(purposeOf)).toEqual(['unmarked', 'marker 3']);
+    tab.close();
+  }, 120_000);
 });
+
+/** The code's published mark in the cluster's database (null while its result is owed). */
+async function announcedAt(code: string): Promise<string | null> {
+  if (!('databaseUrl' in cluster.store)) throw new Error('this test runs on PostgreSQL');
+  const client = new pg.Client({ connectionString: cluster.store.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ announced_at: string | null }>('SELECT announced_at FROM codes WHERE code = $1', [code]);
+    if (rows.length !== 1) throw new Error(`code ${code} has no row`);
+    return rows[0]!.announced_at;
+  } finally {
+    await client.end();
+  }
+}

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { StoreValueError } from '../../src/store/sql/column-rules.js';
-import type { Callback, LoginCode } from '../../src/store/stores.js';
+import { MARKS_PER_CALL, type Callback, type LoginCode } from '../../src/store/stores.js';
 import { BACKENDS, useStores } from '../helpers/backends.js';
 
 // CodeStore (src/store/stores.ts) on every backend: QR login codes, their single use, and the callback
@@ -131,11 +131,30 @@ describe.each(BACKENDS)('code store on $name', (backend) => {
     expect((await s.other.codes.unpublished(owedAt, owedAt + 2, 10)).map((r) => r.code)).toEqual(['owed-1']);
     expect((await s.other.codes.unpublished(owedAt, owedAt + 3, 1)).map((r) => r.code)).toEqual(['owed-1']);
     expect(await s.store.codes.get('owed-1')).toMatchObject({ tabEvent: { type: 'SignatureReceived', data: { n: 1 } }, published: false });
-    await s.other.codes.markPublished('owed-1', owedAt + 10);
+    await s.other.codes.markPublished(['owed-1'], owedAt + 10);
     expect((await s.store.codes.unpublished(owedAt, owedAt + 3, 10)).map((r) => r.code)).toEqual(['owed-2']);
     expect(await s.store.codes.get('owed-1')).toMatchObject({ published: true });
     expect(await s.store.codes.get('no-event')).toMatchObject({ published: true });
     expect(await s.store.codes.get('no-event')).not.toHaveProperty('tabEvent');
+  });
+
+  it('marks up to MARKS_PER_CALL codes published in one call, any number below it too, and refuses more', async () => {
+    const at = NOW + 6_000;
+    const codes = Array.from({ length: MARKS_PER_CALL + 1 }, (_, i) => `many-owed-${i}`);
+    for (const c of codes) {
+      await s.store.codes.insert(code(c, { tabId: 'tab-many-owed', sessionHash: 's1' }));
+      await s.store.codes.settle(c, { state: 'approved', legalId: 'l', now: at, tabEvent: { type: 'SignatureReceived', data: {} } });
+    }
+    const owed = async () => (await s.store.codes.unpublished(at, at + 1, 100)).map((r) => r.code).sort();
+    await expect(s.other.codes.markPublished(codes, at + 1)).rejects.toThrow(RangeError);
+    expect(await owed()).toHaveLength(MARKS_PER_CALL + 1);
+    await s.other.codes.markPublished(codes.slice(0, 3), at + 1);
+    expect(await owed()).toEqual(codes.slice(3).sort());
+    // A full list, with codes marked already among it: those keep their mark.
+    await s.other.codes.markPublished(codes.slice(1, MARKS_PER_CALL + 1), at + 2);
+    expect(await owed()).toEqual([]);
+    expect(await s.store.codes.get(codes[0]!)).toMatchObject({ published: true });
+    await s.other.codes.markPublished([], at + 3);
   });
 
   it('recentTabEvents gives at most 20 events, the oldest first, for a tab with more', async () => {

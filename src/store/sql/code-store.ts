@@ -1,6 +1,6 @@
 import type { CompiledQuery, Insertable, Kysely, Selectable } from 'kysely';
 import type { CodesTable, Database } from '../schema.js';
-import type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from '../stores.js';
+import { MARKS_PER_CALL, type CodeState, type CodeStore, type LoginCode, type Settlement, type TabEventRecord, type UnpublishedResult } from '../stores.js';
 import { callbackInsertSql, toCallbackRow } from './callback-store.js';
 import type { SqlFlavour } from './flavour.js';
 import { commitQueue, GroupCommit, outboxCommitQueue, withParameters } from './group-commit.js';
@@ -76,7 +76,8 @@ export class SqlCodeStore implements CodeStore {
   /**
    * A login writes a code three times: its row at the first fetch of a derived code, its settlement, and the
    * mark that its result was published. The first and the last are group-committed too, with the same
-   * queue, so logins arriving together share commits (docs/store.md "Group commit").
+   * queue, so logins arriving together share commits (docs/store.md "Group commit"); the marks also come
+   * in lists of up to MARKS_PER_CALL codes a statement (quicklogin/published-marks.ts).
    */
   private readonly insertsIfAbsent: GroupCommit;
   private readonly publishedMarks: GroupCommit;
@@ -92,7 +93,12 @@ export class SqlCodeStore implements CodeStore {
       queue,
     );
     this.publishedMarks = new GroupCommit(
-      db.updateTable('codes').set({ announced_at: 0 }).where('code', '=', '').where('announced_at', 'is', null).compile(),
+      db
+        .updateTable('codes')
+        .set({ announced_at: 0 })
+        .where('code', 'in', Array.from({ length: MARKS_PER_CALL }, () => ''))
+        .where('announced_at', 'is', null)
+        .compile(),
       queue,
     );
   }
@@ -200,8 +206,12 @@ export class SqlCodeStore implements CodeStore {
     );
   }
 
-  async markPublished(code: string, now: number): Promise<void> {
-    await this.publishedMarks.run([now, code]);
+  async markPublished(codes: readonly string[], now: number): Promise<void> {
+    if (codes.length === 0) return;
+    if (codes.length > MARKS_PER_CALL) throw new RangeError(`at most ${MARKS_PER_CALL} codes are marked at once`);
+    // Padded with the last code to the one length the statement was compiled for: one statement text, prepared once.
+    const padded = Array.from({ length: MARKS_PER_CALL }, (_, i) => codes[Math.min(i, codes.length - 1)]!);
+    await this.publishedMarks.run([now, ...padded]);
   }
 
   /**
