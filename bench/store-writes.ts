@@ -1,7 +1,9 @@
 /**
  * Store writes on PostgreSQL, group commit against plain pooled writes (docs/store.md "Group commit"):
  * the two hot-path writes (a QR code insert; a backend-mode settlement, which settles a code and stores its
- * callback in one transaction) from C concurrent callers, through the real SqlCodeStore on a private
+ * callback in one transaction) and a whole login's statements (a derived code's row at its first fetch, the
+ * code and the identity read for the signature, the settlement, the published mark written with others as a
+ * node does) from C concurrent callers, through the real SqlCodeStore on a private
  * PostgreSQL 15 with fsync on, once with the outbox writes group-committed (one transaction per batch on one
  * pooled connection) and once without (each write on its own connection of the pool). Rounds of the two
  * modes alternate; rates are medians, with PostgreSQL's CPU per write. PostgreSQL runs on the same 2 cores as
@@ -19,7 +21,8 @@ import type { Database } from '../src/store/schema.js';
 import type { SqlFlavour } from '../src/store/sql/flavour.js';
 import { guardedDialect } from '../src/store/sql/guarded-dialect.js';
 import { createSqlStore } from '../src/store/sql/sql-store.js';
-import type { LoginCode, Store } from '../src/store/stores.js';
+import { PublishedMarks } from '../src/quicklogin/published-marks.js';
+import type { Identity, LoginCode, Store } from '../src/store/stores.js';
 import { startPostgres } from '../test/helpers/postgres.js';
 import { machineLine, revision } from './lib/common.js';
 import { postmasterPid } from './lib/processes/postgres.js';
@@ -31,11 +34,16 @@ import type { BenchReport, Benchmark, Measurement } from './lib/measure/types.js
 const ROUND_MS = 2_000;
 const ROUNDS = 3;
 const CONCURRENCY = [1, 16, 64] as const;
+/** Which writes run (BENCH_STORE_WRITES=login: only the login's; unset: all). */
+const OPS = (['code insert', 'settle + callback', 'login', 'qr request'] as const).filter((op) => {
+  const only = process.env.BENCH_STORE_WRITES;
+  return only === undefined || only === '' || only === op;
+});
 const POOL_SIZE = 10;
 const NOW = 1_700_000_000_000;
 
 type Mode = 'group commit' | 'plain';
-type Op = 'code insert' | 'settle + callback';
+type Op = 'code insert' | 'settle + callback' | 'login' | 'qr request';
 
 const code = (id: string, serviceId: string): LoginCode => ({
   code: id, tabId: 'tab-12345678', sessionHash: 'h'.repeat(43), origin: 'https://app.example', purpose: 'Log in to the bench', propertyFilter: null,
@@ -49,7 +57,41 @@ async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
   return createSqlStore(db, flavour, () => db.destroy());
 }
 
+/** The identity every bench login signs with. */
+const IDENTITY: Identity = {
+  id: 'legal@bench', provider: 'bench', state: 'Approved', created: NOW, updated: NOW, from: NOW, to: NOW + 86_400_000,
+  properties: { FIRST: 'Ada' }, attachments: [], clientKeyName: 'ed25519', clientPubKey: Buffer.alloc(32, 7).toString('base64'), accountId: null,
+};
+/** The published marks' window on a node (src/wiring/quicklogin.ts). */
+const MARK_WINDOW_MS = 500;
+
+/**
+ * One browser-mode login's statements, in the order a node runs them: the code's row at the signing app's
+ * first fetch, then for the signature the code and the identity read at once, the settlement with the tab's
+ * event, and the mark (written with others by `marks`).
+ */
+async function login(store: Store, marks: PublishedMarks): Promise<void> {
+  const row = { ...code(nextId(), ''), tabId: 'tab-12345678' };
+  if (!(await store.codes.insertIfAbsent(row))) throw new Error(`the row of ${row.code} existed`);
+  const [read, identity] = await Promise.all([store.codes.get(row.code), store.identities.get(IDENTITY.id)]);
+  if (!read || !identity) throw new Error('the code or the identity was not read');
+  const tabEvent = { type: 'SignatureReceived', data: { Id: identity.id, Purpose: read.purpose } };
+  if (!(await store.codes.settle(row.code, { state: 'approved', legalId: identity.id, now: NOW + 1, tabEvent }))) throw new Error(`settlement of ${row.code} lost`);
+  marks.add(row.code);
+}
+
 let serial = 0;
+let requestIds = 0;
+
+/** A tab's first QR request as the node holding the tab stores it (later refreshes derive codes from it without a write). */
+async function qrRequest(store: Store): Promise<void> {
+  const stored = await store.qrRequests.insertIfAbsent({
+    id: ++requestIds * 7919 + Math.floor(Math.random() * 7919), kid: 'k1', tabId: 'tab-12345678', sessionHash: 'h'.repeat(43), origin: 'https://app.example',
+    purpose: 'Log in to the bench', propertyFilter: null, attachmentFilter: null, serviceId: '', agentApiTimeout: null, scanSeconds: null,
+    validityMs: 300_000, createdAt: NOW, expiresAt: NOW + 3_600_000,
+  });
+  if (!stored) throw new Error('a QR request id collided');
+}
 const nextId = () => `b${(serial++).toString(36)}-${randomBytes(6).toString('hex')}`;
 
 interface RoundResult {
@@ -62,6 +104,7 @@ interface RoundResult {
 
 /** C callers doing `op` back to back for ROUND_MS; ops/s, latency percentiles and PostgreSQL's CPU per write. */
 async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu): Promise<RoundResult> {
+  const marks = new PublishedMarks({ codes: store.codes, clock: { now: () => NOW + 2 }, log: console }, MARK_WINDOW_MS);
   // Settlements need pending codes: made before the clock starts.
   const pending: string[] = [];
   if (op === 'settle + callback') {
@@ -82,6 +125,8 @@ async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu):
     while (performance.now() < end) {
       const t = performance.now();
       if (op === 'code insert') await store.codes.insert(code(nextId(), ''));
+      else if (op === 'login') await login(store, marks);
+      else if (op === 'qr request') await qrRequest(store);
       else {
         const id = pending.pop();
         if (id === undefined) return;
@@ -94,6 +139,8 @@ async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu):
     }
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
+  // The round's last marks are its cost too.
+  await marks.flush();
   const ms = performance.now() - start;
   const pgMicros = (pgCpu.read() - cpuBefore) / latencies.length;
   return { rate: (latencies.length / ms) * 1000, p50: percentile(latencies, 50), p99: percentile(latencies, 99), pgMicros };
@@ -113,7 +160,8 @@ export const storeWrites: Benchmark = {
         plain: await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: false }),
       };
       const pgCpu = new TreeCpu(await postmasterPid(server.adminUrl));
-      for (const op of ['code insert', 'settle + callback'] as const) {
+      for (const store of Object.values(stores)) await store.identities.insert(IDENTITY);
+      for (const op of OPS) {
         for (const concurrency of CONCURRENCY) {
           const results: Record<Mode, RoundResult[]> = { 'group commit': [], plain: [] };
           for (let r = 0; r < ROUNDS; r++) {
@@ -131,7 +179,7 @@ export const storeWrites: Benchmark = {
               key: `${op}.${concurrency}.${mode}`,
               label: `${op}, ${concurrency} callers, ${mode}`,
               rate,
-              unit: 'write',
+              unit: op === 'login' ? 'login' : op === 'qr request' ? 'request' : 'write',
               count: Math.round((rate * ROUND_MS * ROUNDS) / 1000),
               windowMs: ROUND_MS * ROUNDS,
               latencyMs: { p50, p99, max: Math.max(...results[mode].map((x) => x.p99)) },
@@ -149,6 +197,8 @@ export const storeWrites: Benchmark = {
         machineLine(),
         `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
         `other processes used ${idle.toFixed(0)}% of a core before the run`,
+        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity read, settlement, the mark written with others within 500 ms); writes/s and µs are per login',
+        'qr request: a tab\'s first QR request stored (one INSERT qr_requests; its refreshes write nothing)',
       ],
       sections: [{ heading: 'Writes per second and latency (ms)', lines: table(['write', 'callers', 'mode', 'writes/s', 'p50', 'p99', 'PostgreSQL µs/write'], rows) }],
       measurements,
