@@ -35,7 +35,7 @@ const ROUND_MS = 2_000;
 const ROUNDS = 3;
 const CONCURRENCY = [1, 16, 64] as const;
 /** Which writes run (BENCH_STORE_WRITES=login: only the login's; unset: all). */
-const OPS = (['code insert', 'settle + callback', 'login', 'qr request'] as const).filter((op) => {
+const OPS = (['code insert', 'settle + callback', 'login', 'login, marks at once', 'qr request', 'register', 'arrivals + logins'] as const).filter((op) => {
   const only = process.env.BENCH_STORE_WRITES;
   return only === undefined || only === '' || only === op;
 });
@@ -43,7 +43,7 @@ const POOL_SIZE = 10;
 const NOW = 1_700_000_000_000;
 
 type Mode = 'group commit' | 'plain';
-type Op = 'code insert' | 'settle + callback' | 'login' | 'qr request';
+type Op = 'code insert' | 'settle + callback' | 'login' | 'login, marks at once' | 'qr request' | 'register' | 'arrivals + logins';
 
 const code = (id: string, serviceId: string): LoginCode => ({
   code: id, tabId: 'tab-12345678', sessionHash: 'h'.repeat(43), origin: 'https://app.example', purpose: 'Log in to the bench', propertyFilter: null,
@@ -56,6 +56,11 @@ async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
   await migrateLocked(db);
   return createSqlStore(db, flavour, () => db.destroy());
 }
+
+/** What one row's rate and µs count. */
+const UNITS: Record<Op, string> = {
+  'code insert': 'write', 'settle + callback': 'write', login: 'login', 'login, marks at once': 'login', 'qr request': 'request', register: 'Register', 'arrivals + logins': 'login (with 2 arrivals)',
+};
 
 /** The identity every bench login signs with. */
 const IDENTITY: Identity = {
@@ -92,6 +97,26 @@ async function qrRequest(store: Store): Promise<void> {
   });
   if (!stored) throw new Error('a QR request id collided');
 }
+
+/** A new tab's Register: its binding, and the results settled for it lately (the replay). */
+async function register(store: Store): Promise<void> {
+  const tabId = `t${nextId()}`;
+  const bound = await store.tabs.bind(tabId, 'h'.repeat(43), NOW, 'https://app.example');
+  if (bound !== 'created') throw new Error(`tab ${tabId} was bound before (${bound})`);
+  await store.codes.recentTabEvents(tabId, 'h'.repeat(43), NOW - 60_000);
+}
+
+/**
+ * The capacity estimate's mix (docs/capacity-estimate.md): per login, two tabs arrive (a Register and a
+ * first QR request each), as 8,333 arrivals and 4,167 logins a second do.
+ */
+async function arrivalsAndLogins(store: Store, marks: PublishedMarks): Promise<void> {
+  await login(store, marks);
+  for (let i = 0; i < 2; i++) {
+    await register(store);
+    await qrRequest(store);
+  }
+}
 const nextId = () => `b${(serial++).toString(36)}-${randomBytes(6).toString('hex')}`;
 
 interface RoundResult {
@@ -104,7 +129,7 @@ interface RoundResult {
 
 /** C callers doing `op` back to back for ROUND_MS; ops/s, latency percentiles and PostgreSQL's CPU per write. */
 async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu): Promise<RoundResult> {
-  const marks = new PublishedMarks({ codes: store.codes, clock: { now: () => NOW + 2 }, log: console }, MARK_WINDOW_MS);
+  const marks = new PublishedMarks({ codes: store.codes, clock: { now: () => NOW + 2 }, log: console }, op === 'login, marks at once' ? 0 : MARK_WINDOW_MS);
   // Settlements need pending codes: made before the clock starts.
   const pending: string[] = [];
   if (op === 'settle + callback') {
@@ -125,8 +150,10 @@ async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu):
     while (performance.now() < end) {
       const t = performance.now();
       if (op === 'code insert') await store.codes.insert(code(nextId(), ''));
-      else if (op === 'login') await login(store, marks);
+      else if (op === 'login' || op === 'login, marks at once') await login(store, marks);
       else if (op === 'qr request') await qrRequest(store);
+      else if (op === 'register') await register(store);
+      else if (op === 'arrivals + logins') await arrivalsAndLogins(store, marks);
       else {
         const id = pending.pop();
         if (id === undefined) return;
@@ -179,7 +206,7 @@ export const storeWrites: Benchmark = {
               key: `${op}.${concurrency}.${mode}`,
               label: `${op}, ${concurrency} callers, ${mode}`,
               rate,
-              unit: op === 'login' ? 'login' : op === 'qr request' ? 'request' : 'write',
+              unit: UNITS[op],
               count: Math.round((rate * ROUND_MS * ROUNDS) / 1000),
               windowMs: ROUND_MS * ROUNDS,
               latencyMs: { p50, p99, max: Math.max(...results[mode].map((x) => x.p99)) },
@@ -197,8 +224,9 @@ export const storeWrites: Benchmark = {
         machineLine(),
         `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
         `other processes used ${idle.toFixed(0)}% of a core before the run`,
-        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity read, settlement, the mark written with others within 500 ms); writes/s and µs are per login',
-        'qr request: a tab\'s first QR request stored (one INSERT qr_requests; its refreshes write nothing)',
+        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity read, settlement, the mark written with others within 500 ms); writes/s and µs are per login; \'marks at once\': each mark written as soon as the loop is free (as before marks were collected)',
+        'qr request: a tab\'s first QR request stored (one INSERT qr_requests; its refreshes write nothing); register: a new tab\'s binding and replay read',
+        'arrivals + logins: one login and two new tabs (each a Register and a first QR request), the capacity estimate\'s mix; writes/s and µs are per login with its two arrivals',
       ],
       sections: [{ heading: 'Writes per second and latency (ms)', lines: table(['write', 'callers', 'mode', 'writes/s', 'p50', 'p99', 'PostgreSQL µs/write'], rows) }],
       measurements,
