@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import type { Logger } from 'pino';
-import { redisOptions, watch, type ChannelListener, type PrefixedRedis } from './connection.js';
+import { ChannelListeners } from './channel-listeners.js';
+import { redisOptions, watch, type PrefixedRedis } from './connection.js';
 import { checkVersionOnReady } from './version.js';
 import { Listeners } from '../listeners.js';
 import { boundedCommands, withDeadline } from './deadline.js';
@@ -77,7 +78,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
   const rawSubscriber = open('pubsub', true);
   const subscriber = boundedCommands(rawSubscriber);
 
-  const listeners = new Map<string, Set<ChannelListener>>();
+  const listeners = new ChannelListeners(moduleLog);
   const resubscribed = new Listeners<void>('resubscription listener', moduleLog);
   /** Whether every wanted channel was confirmed once: later confirmations follow a loss (resubscribed). */
   let confirmed = false;
@@ -88,7 +89,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
    * are back before their SSUBSCRIBE is answered, so a catch-up read could come before it and miss an event.
    */
   const subscribeAll = async (): Promise<void> => {
-    const channels = [...listeners.keys()];
+    const channels = listeners.channels();
     if (channels.length === 0) return;
     try {
       await Promise.all(channels.map((channel) => subscriber.ssubscribe(channel)));
@@ -106,15 +107,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
   subscriber.on('ready', () => {
     if (!confirmed) void subscribeAll();
   });
-  subscriber.on('smessage', (channel: string, payload: string) => {
-    for (const listener of listeners.get(channel) ?? []) {
-      try {
-        listener(payload);
-      } catch (err) {
-        moduleLog.error({ err, channel }, 'pub/sub listener failed');
-      }
-    }
-  });
+  subscriber.on('smessage', (channel: string, payload: string) => listeners.tell(channel, payload));
 
   return {
     topology: 'cluster',
@@ -124,11 +117,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     channel: (channelName) => `${prefix}${channelName}`,
     async subscribe(channelName, listener) {
       const channel = `${prefix}${channelName}`;
-      let set = listeners.get(channel);
-      const firstListener = !set;
-      if (!set) listeners.set(channel, (set = new Set()));
-      set.add(listener);
-      if (firstListener) {
+      if (listeners.add(channel, listener).first) {
         // Not waited for beyond the command time: a node starts while the cluster is away, and subscribeAll
         // subscribes it when the cluster is back.
         await subscriber.ssubscribe(channel).then(
@@ -137,9 +126,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
         );
       }
       return async () => {
-        const current = listeners.get(channel);
-        if (!current?.delete(listener) || current.size > 0) return;
-        listeners.delete(channel);
+        if (!listeners.remove(channel, listener)) return;
         await subscriber.sunsubscribe(channel).catch(() => undefined);
       };
     },

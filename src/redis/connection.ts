@@ -1,5 +1,7 @@
 import { Redis, type Cluster, type RedisOptions } from 'ioredis';
 import type { Logger } from 'pino';
+import { Listeners } from '../listeners.js';
+import { ChannelListeners, type ChannelListener } from './channel-listeners.js';
 import { checkVersionOnReady } from './version.js';
 
 /**
@@ -22,7 +24,7 @@ export interface RedisConnectOptions {
 }
 
 /** A listener of one pub/sub channel; payloads are strings as published. */
-export type ChannelListener = (payload: string) => void;
+export type { ChannelListener } from './channel-listeners.js';
 
 /**
  * What every way to Redis offers (one Redis here, a Redis Cluster in cluster-connection.ts): the key prefix,
@@ -130,8 +132,8 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
   client.on('ready', () => (everReady = true));
 
   let subscriber: Redis | undefined;
-  const listeners = new Map<string, Set<ChannelListener>>();
-  const resubscribed = new Set<() => void>();
+  const listeners = new ChannelListeners(moduleLog);
+  const resubscribed = new Listeners<void>('resubscription listener', moduleLog);
   const subscriberConnection = (): Redis => {
     if (subscriber) return subscriber;
     // Re-subscription is done here, not by ioredis' autoResubscribe: that one only knows channels whose
@@ -141,31 +143,16 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
     connection.on('ready', () => {
       const again = connectedBefore;
       connectedBefore = true;
-      const channels = [...listeners.keys()];
+      const channels = listeners.channels();
       if (channels.length === 0) return;
       connection.subscribe(...channels).then(
         () => {
-          if (!again) return;
-          for (const listener of resubscribed) {
-            try {
-              listener();
-            } catch (err) {
-              moduleLog.error({ err }, 'resubscription listener failed');
-            }
-          }
+          if (again) resubscribed.tell();
         },
         (err: unknown) => moduleLog.warn({ err }, 'Redis re-subscribe failed'),
       );
     });
-    connection.on('message', (channel: string, payload: string) => {
-      for (const listener of listeners.get(channel) ?? []) {
-        try {
-          listener(payload);
-        } catch (err) {
-          moduleLog.error({ err, channel }, 'pub/sub listener failed');
-        }
-      }
-    });
+    connection.on('message', (channel: string, payload: string) => listeners.tell(channel, payload));
     subscriber = connection;
     return connection;
   };
@@ -179,24 +166,18 @@ export function connectRedis(url: string, log: Logger, options: RedisConnectOpti
     async subscribe(channelName, listener) {
       const channel = `${prefix}${channelName}`;
       const connection = subscriberConnection();
-      let set = listeners.get(channel);
-      const first = !set;
-      if (!set) listeners.set(channel, (set = new Set()));
-      set.add(listener);
+      const { first } = listeners.add(channel, listener);
       // Subscribed now when the connection is up (or comes up within the bound), else on its next 'ready'.
       if (first && (await readyWithin(connection, REDIS_COMMAND_TIMEOUT_MS))) {
         await connection.subscribe(channel).catch((err: unknown) => moduleLog.warn({ err, channel }, 'Redis subscribe failed; retried on reconnect'));
       }
       return async () => {
-        const current = listeners.get(channel);
-        if (!current?.delete(listener) || current.size > 0) return;
-        listeners.delete(channel);
+        if (!listeners.remove(channel, listener)) return;
         if (connection.status === 'ready') await connection.unsubscribe(channel).catch(() => undefined);
       };
     },
     onResubscribed(listener) {
-      resubscribed.add(listener);
-      return () => resubscribed.delete(listener);
+      return resubscribed.add(listener);
     },
     duplicate(role, overrides) {
       const connection = open(role, overrides);

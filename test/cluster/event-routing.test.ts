@@ -1,9 +1,9 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Broker } from '../../src/broker/broker.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 import { postgresDatabase } from '../helpers/backends.js';
+import { inHoldWindow } from '../helpers/hold-window.js';
 import { registered } from '../helpers/http.js';
 import { startRedis, testPrefix, type RedisServer } from '../helpers/redis.js';
 import { startService, type TestService } from '../helpers/service.js';
@@ -51,9 +51,6 @@ const all = () => Promise.all(nodes.map(announcements));
 /** The wire announcements of `tabId`'s events: `<id>:<json>` whose JSON names the tab. */
 const ofTab = (tabId: string) => heard.filter((h) => h.payload.includes(`"tabId":"${tabId}"`));
 
-/** The hub's broker, to hold its `hold` at the instant between a node's hold of a tab and its read of the stream. */
-const brokerOf = (node: TestService): Broker => (node.app.tabwire.hub as unknown as { deps: { broker: Broker } }).deps.broker;
-
 const n = (frame: EventFrame): string => (frame.data as { n: string }).n;
 
 describe('events only to the node that holds the tab', () => {
@@ -94,24 +91,14 @@ describe('events only to the node that holds the tab', () => {
     await deliver(two, 'away2');
 
     // 3. It comes back on B. Between B's hold of the tab and B's read of the stream, C publishes two events.
-    const broker = brokerOf(two);
-    const hold = broker.hold.bind(broker);
-    let inWindow = 0;
-    broker.hold = async (to, node, connectedUntil, now) => {
-      const held = await hold(to, node, connectedUntil, now);
-      if (to.tabId === address.tabId && inWindow === 0) {
-        inWindow = 1;
-        await deliver(three, 'window1');
-        await deliver(three, 'window2');
-        inWindow = 2;
-      }
-      return held;
-    };
+    const window = inHoldWindow(two, address.tabId, async () => {
+      await deliver(three, 'window1');
+      await deliver(three, 'window2');
+    });
     const moved = await TestTab.open(two.wsUrl, { cookie: tab.cookie, register: false });
     moved.send({ cmd: 'Register', tabId: tab.tabId, location: 'http://127.0.0.1/page', lastEventId: first.at(-1)!.id });
     await moved.received(4);
-    broker.hold = hold;
-    expect(inWindow).toBe(2);
+    expect(window.end()).toBe(true);
     await deliver(one, 'after1');
     await deliver(three, 'after2');
     await deliver(two, 'after3');

@@ -2,7 +2,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
-import { AnnouncementFailed, type Broker } from '../../src/broker/broker.js';
+import { AnnouncementFailed } from '../../src/broker/broker.js';
 import { RedisBroker } from '../../src/broker/redis-broker.js';
 import { connectRedisCluster } from '../../src/redis/cluster-connection.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
@@ -10,6 +10,7 @@ import type { TabAddress } from '../../src/protocol/address.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 import { postgresDatabase } from '../helpers/backends.js';
+import { inHoldWindow } from '../helpers/hold-window.js';
 import { post, registered } from '../helpers/http.js';
 import { startRedis, testPrefix, type RedisServer } from '../helpers/redis.js';
 import { startRedisCluster, type RedisClusterServer } from '../helpers/redis-cluster.js';
@@ -203,24 +204,14 @@ describe('streams and presence on a Redis Cluster', () => {
     await deliver(three, 'away');
 
     // Back on node 2. Between node 2's hold of the tab and its read of the stream, node 3 publishes twice.
-    const broker = brokerOf(two);
-    const hold = broker.hold.bind(broker);
-    let inWindow = 0;
-    broker.hold = async (to, node, connectedUntil, now) => {
-      const held = await hold(to, node, connectedUntil, now);
-      if (to.tabId === address.tabId && inWindow === 0) {
-        inWindow = 1;
-        await deliver(three, 'window1');
-        await deliver(three, 'window2');
-        inWindow = 2;
-      }
-      return held;
-    };
+    const window = inHoldWindow(two, address.tabId, async () => {
+      await deliver(three, 'window1');
+      await deliver(three, 'window2');
+    });
     const moved = await TestTab.open(two.wsUrl, { cookie: tab.cookie, register: false });
     moved.send({ cmd: 'Register', tabId: tab.tabId, location: 'http://127.0.0.1/page', lastEventId: first.id });
     await moved.received(3);
-    broker.hold = hold;
-    expect(inWindow).toBe(2);
+    expect(window.end()).toBe(true);
     await deliver(one, 'after');
     const events = await moved.received(4);
     expect(events.map(n)).toEqual(['away', 'window1', 'window2', 'after']);
@@ -319,6 +310,3 @@ describe('streams and presence on a Redis Cluster', () => {
     }
   });
 });
-
-/** The broker of a node, as the hub has it (to hold a step of it). */
-const brokerOf = (node: TestService): Broker => (node.app.tabwire.hub as unknown as { deps: { broker: Broker } }).deps.broker;

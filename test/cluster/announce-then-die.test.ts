@@ -1,0 +1,74 @@
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import { readKeyFile } from '../../src/identity/key-file.js';
+import { Cluster } from '../helpers/cluster.js';
+import { on, purposeOf, settleCode, type Signer } from '../helpers/cluster-flows.js';
+import { startRedisCluster, type RedisClusterServer } from '../helpers/redis-cluster.js';
+import { TestTab } from '../helpers/tab.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * On a Redis Cluster a node announces an event after appending it to the tab's stream, by a command of its
+ * own (docs/redis.md "Redis Cluster"). A node that dies between the two leaves the event in the stream with
+ * nobody told. Node 1 runs with a fixture that holds it exactly there (test/fixtures/hold-before-announce.mjs)
+ * as it publishes a login's result; the test SIGKILLs it once it is held. The page is on node 2. What must
+ * hold: the page gets the result exactly once. Its settlement row is still owed (the dying node never marked
+ * it), so a live node's result outbox publishes it again under the code's key: the stream appends nothing,
+ * answers with the event it holds, and that node announces it.
+ */
+let shards: RedisClusterServer;
+let cluster: Cluster;
+let dir: string;
+let signer: Signer;
+const mark = () => join(dir, 'held');
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tabwire-announce-die-'));
+  shards = await startRedisCluster(3);
+  cluster = await Cluster.start({
+    nodes: 3,
+    env: { TABWIRE_REDIS_CLUSTER_URLS: shards.urls.join(',') },
+    nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-before-announce.mjs')] : []),
+    nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_BEFORE_ANNOUNCE_MARK: mark() } : {}),
+  });
+  const keyFile = join(dir, 'ada.key');
+  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
+  signer = readKeyFile(keyFile);
+}, 180_000);
+afterAll(async () => {
+  await cluster?.stop();
+  await shards?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const results = (tab: TestTab) => tab.events.filter((e) => e.type === 'SignatureReceived' || e.type === 'SignatureRejected');
+
+describe('a node SIGKILLed on a Redis Cluster between appending a result and announcing it', () => {
+  it('the page on another node gets the result exactly once, announced by a live node', async () => {
+    const tab = await TestTab.open(cluster.wsUrl(1));
+    await tab.next('CheckServerInstance');
+    const qr = await fetch(`${cluster.url(2)}/QuickLogin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', cookie: tab.cookie },
+      body: JSON.stringify({ mode: 'text', purpose: 'unannounced', serviceId: '', tab: tab.tabId }),
+    });
+    expect(qr.status).toBe(200);
+    const { signUrl } = (await qr.json()) as { signUrl: string };
+    const info = await fetchSignInfo(on(cluster.url(0), signUrl));
+    // Never answered: the node is held before its announcement, then killed.
+    const signed = postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');
+    signed.catch(() => undefined);
+    await until(() => existsSync(mark()), 'node 1 held between the append and the announcement', 60_000);
+    await cluster.kill(0);
+    await until(() => results(tab).some((e) => purposeOf(e) === 'unannounced'), 'the result at the page', 60_000);
+    // A login through the live nodes after everything else: a copy of the result would have come before it.
+    await settleCode({ qrBase: cluster.url(2), signBase: cluster.url(1), page: tab, purpose: 'marker', decision: 'reject', signer });
+    await until(() => results(tab).some((e) => purposeOf(e) === 'marker'), 'the marker');
+    expect(results(tab).map(purposeOf)).toEqual(['unannounced', 'marker']);
+    expect(results(tab)[0]).toMatchObject({ type: 'SignatureReceived', data: { Purpose: 'unannounced', Properties: { FIRST: 'Ada' } } });
+    tab.close();
+  }, 180_000);
+});
