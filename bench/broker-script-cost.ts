@@ -8,8 +8,12 @@
  * own time per operation (their `evalsha` usec, inner commands included: wall time, which a busy machine
  * stretches) and Redis's CPU per operation (INFO cpu, its main thread's user + system time, read to the µs;
  * it includes reading the request and writing the reply and the announcement). Redis runs one script at a time, so the
- * inner commands are its CPU; this says where it goes. Not a budget: `npx tsx bench/broker-script-cost.ts [tabs]
- * [rounds]` (default 4,000 tabs, 3 rounds of fresh tabs; medians over the rounds).
+ * inner commands are its CPU; this says where it goes. Then a login's two calls (the publish from another
+ * node, announced to the tab's node, and the tab's node's sent mark) from 1, 16 and 64 nodes at once, each
+ * node its own connection and its logins one after another: Redis's CPU per login when its calls come one at a
+ * time, against when many nodes' calls meet (the capacity estimate's two readings, docs/capacity-estimate.md).
+ * Not a budget: `npx tsx bench/broker-script-cost.ts [tabs] [rounds]` (default 4,000 tabs, 3 rounds of fresh
+ * tabs; medians over the rounds).
  */
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
@@ -124,6 +128,41 @@ async function round(read: () => Promise<Reading>, a: RedisBroker, b: RedisBroke
 
 const fmt = (n: number, digits = 1) => n.toFixed(digits);
 
+/** Nodes at once in the concurrent logins, and how long each level runs. */
+const NODES_AT_ONCE = [1, 16, 64] as const;
+const CONCURRENT_MS = 3_000;
+/** Tabs each node holds for the concurrent logins (a tab's stream stays under its count bound). */
+const TABS_PER_NODE = 200;
+
+/**
+ * Logins from `brokers.length` nodes at once for CONCURRENT_MS: node i's tabs get events published by node i+1
+ * (announced to node i, which is subscribed), and node i marks each sent, one login after another per node.
+ * Resolves Redis's CPU per login and logins a second.
+ */
+async function concurrentLogins(read: () => Promise<Reading>, brokers: readonly RedisBroker[], label: string): Promise<{ micros: number; rate: number }> {
+  const now = Date.now();
+  const tabsOf = brokers.map((_, i) => Array.from({ length: TABS_PER_NODE }, (_, k): TabAddress => ({ session: `${label}-${i}`.padEnd(64, 's'), tabId: `tab-${k}` })));
+  await Promise.all(brokers.map((broker, i) => inBatches(tabsOf[i]!, (to) => broker.hold(to, `node-${i}`, Number.MAX_SAFE_INTEGER, now))));
+  let logins = 0;
+  const before = await read();
+  const started = performance.now();
+  const end = started + CONCURRENT_MS;
+  await Promise.all(
+    brokers.map(async (holder, i) => {
+      const publisher = brokers[(i + 1) % brokers.length]!;
+      for (let n = 0; performance.now() < end; n++) {
+        const to = tabsOf[i]![n % TABS_PER_NODE]!;
+        const outcome = await publisher.publish(to, event(n), now, undefined, `${label}-${i}-${n}`);
+        await holder.markSent(to, outcome.frame!.id);
+        logins++;
+      }
+    }),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const cost = costBetween(before, await read(), logins);
+  return { micros: cost.cpuMicros / logins, rate: logins / seconds };
+}
+
 async function main(): Promise<void> {
   console.log(`broker-script-cost: ${TABS} tabs, ${ROUNDS} rounds, ${revision()}`);
   console.log(machineLine());
@@ -156,6 +195,16 @@ async function main(): Promise<void> {
       console.log(
         `${name.padEnd(32)} ${String(ops).padStart(6)}  ${fmt(inner, 2).padStart(8)}  ${fmt(median(all.map((c) => c.scriptMicros / c.ops)), 2).padStart(12)}  ${fmt(median(all.map((c) => c.cpuMicros / c.ops))).padStart(15)}  ${detail}`,
       );
+    }
+    console.log('');
+    console.log('a login\'s two calls (twPublish from another node, twMarkSent on the tab\'s node), nodes at once, each its own connection:');
+    console.log('nodes  logins/s  Redis CPU µs/login (median of rounds)');
+    for (const count of NODES_AT_ONCE) {
+      const brokers = [a, ...(await Promise.all(Array.from({ length: count - 1 }, (_, i) => open(`node-c${count}-${i}`))))];
+      for (const broker of brokers) broker.subscribe(() => undefined);
+      const results = [];
+      for (let r = 0; r < ROUNDS; r++) results.push(await concurrentLogins(read, brokers, `c${count}r${r}`));
+      console.log(`${String(count).padStart(5)}  ${fmt(median(results.map((x) => x.rate)), 0).padStart(8)}  ${fmt(median(results.map((x) => x.micros))).padStart(10)}`);
     }
   } finally {
     cpuReader.disconnect();
