@@ -1,11 +1,10 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { readKeyFile } from '../../src/identity/key-file.js';
 import { Cluster } from '../helpers/cluster.js';
-import { on, purposeOf, settleCode, type Signer } from '../helpers/cluster-flows.js';
+import { purposeOf, settleCode, signOnHeldNode, type Signer } from '../helpers/cluster-flows.js';
 import { startRedisCluster, type RedisClusterServer } from '../helpers/redis-cluster.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
@@ -50,19 +49,16 @@ describe('a node SIGKILLed on a Redis Cluster between appending a result and ann
   it('the page on another node gets the result exactly once, announced by a live node', async () => {
     const tab = await TestTab.open(cluster.wsUrl(1));
     await tab.next('CheckServerInstance');
-    const qr = await fetch(`${cluster.url(2)}/QuickLogin`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', cookie: tab.cookie },
-      body: JSON.stringify({ mode: 'text', purpose: 'unannounced', serviceId: '', tab: tab.tabId }),
+    await signOnHeldNode({
+      qrBase: cluster.url(2),
+      doomedBase: cluster.url(0),
+      page: tab,
+      purpose: 'unannounced',
+      signer,
+      heldFile: mark(),
+      instant: 'between the append and the announcement',
+      kill: () => cluster.kill(0),
     });
-    expect(qr.status).toBe(200);
-    const { signUrl } = (await qr.json()) as { signUrl: string };
-    const info = await fetchSignInfo(on(cluster.url(0), signUrl));
-    // Never answered: the node is held before its announcement, then killed.
-    const signed = postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');
-    signed.catch(() => undefined);
-    await until(() => existsSync(mark()), 'node 1 held between the append and the announcement', 60_000);
-    await cluster.kill(0);
     await until(() => results(tab).some((e) => purposeOf(e) === 'unannounced'), 'the result at the page', 60_000);
     // A login through the live nodes after everything else: a copy of the result would have come before it.
     await settleCode({ qrBase: cluster.url(2), signBase: cluster.url(1), page: tab, purpose: 'marker', decision: 'reject', signer });

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { readKeyFile } from '../../src/identity/key-file.js';
 import { Cluster } from '../helpers/cluster.js';
-import { on, purposeOf, settleCode, type Signer } from '../helpers/cluster-flows.js';
+import { on, purposeOf, requestSignUrl, settleCode, signOnHeldNode, type Signer } from '../helpers/cluster-flows.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
@@ -44,23 +44,17 @@ afterAll(async () => {
 const results = (tab: TestTab) => tab.events.filter((e) => e.type === 'SignatureReceived' || e.type === 'SignatureRejected');
 
 /** A QR request of the page on node 2; the signing app's POST goes to node 1, which is held after its commit and SIGKILLed. */
-async function signOnDoomedNode(tab: TestTab, purpose: string): Promise<{ signUrl: string; info: Awaited<ReturnType<typeof fetchSignInfo>> }> {
-  rmSync(mark(), { force: true });
-  const qr = await fetch(`${cluster.url(1)}/QuickLogin`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', cookie: tab.cookie },
-    body: JSON.stringify({ mode: 'text', purpose, serviceId: '', tab: tab.tabId }),
+const signOnDoomedNode = (tab: TestTab, purpose: string) =>
+  signOnHeldNode({
+    qrBase: cluster.url(1),
+    doomedBase: cluster.url(0),
+    page: tab,
+    purpose,
+    signer,
+    heldFile: mark(),
+    instant: 'between the settlement commit and the publish',
+    kill: () => cluster.kill(0),
   });
-  expect(qr.status).toBe(200);
-  const { signUrl } = (await qr.json()) as { signUrl: string };
-  const info = await fetchSignInfo(on(cluster.url(0), signUrl));
-  // Never answered: the node is held after the commit, then killed.
-  const post = postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');
-  post.catch(() => undefined);
-  await until(() => existsSync(mark()), 'node 1 held between the settlement commit and the publish', 60_000);
-  await cluster.kill(0);
-  return { signUrl, info };
-}
 
 /** A login through the live nodes after everything else: a copy of an earlier result would have come before it. */
 async function marker(tab: TestTab, purpose: string): Promise<void> {
@@ -104,12 +98,7 @@ describe('a node SIGKILLed between the settlement commit and the publish', () =>
     const tab = await TestTab.open(cluster.wsUrl(1));
     await tab.next('CheckServerInstance');
     rmSync(mark(), { force: true });
-    const qr = await fetch(`${cluster.url(1)}/QuickLogin`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', cookie: tab.cookie },
-      body: JSON.stringify({ mode: 'text', purpose: 'unmarked', serviceId: '', tab: tab.tabId }),
-    });
-    const { signUrl } = (await qr.json()) as { signUrl: string };
+    const signUrl = await requestSignUrl(cluster.url(1), tab, 'unmarked');
     const info = await fetchSignInfo(on(cluster.url(0), signUrl));
     // Answered: the mark is not awaited by the signature.
     await postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');

@@ -1,6 +1,8 @@
 import type { KeyObject } from 'node:crypto';
+import { existsSync, rmSync } from 'node:fs';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
+import { until } from './until.js';
 
 /** What a login page and a signing app do against a cluster, with real requests (test/cluster/). */
 
@@ -35,9 +37,7 @@ export async function settleCode(o: {
   signer?: Signer;
   serviceId?: string;
 }): Promise<string> {
-  const qr = await postJson(`${o.qrBase}/QuickLogin`, { mode: 'text', purpose: o.purpose, serviceId: o.serviceId ?? '', tab: o.page.tabId }, { cookie: o.page.cookie });
-  if (qr.status !== 200) throw new Error(`QR request answered ${qr.status}: ${await qr.text()}`);
-  const { signUrl } = (await qr.json()) as { signUrl: string };
+  const signUrl = await requestSignUrl(o.qrBase, o.page, o.purpose, o.serviceId);
   const url = on(o.signBase, signUrl);
   if (o.signer) {
     const info = await fetchSignInfo(url);
@@ -48,6 +48,40 @@ export async function settleCode(o: {
     if (answer.status !== 200) throw new Error(`development approval answered ${answer.status}: ${await answer.text()}`);
   }
   return signUrl;
+}
+
+/** A page's QR request for its tab on `base` (browser-only mode unless `serviceId`): the signUrl it was answered. */
+export async function requestSignUrl(base: string, page: PageSession, purpose: string, serviceId = ''): Promise<string> {
+  const qr = await postJson(`${base}/QuickLogin`, { mode: 'text', purpose, serviceId, tab: page.tabId }, { cookie: page.cookie });
+  if (qr.status !== 200) throw new Error(`QR request answered ${qr.status}: ${await qr.text()}`);
+  return ((await qr.json()) as { signUrl: string }).signUrl;
+}
+
+/**
+ * A login whose signature goes to a node run with a fixture that holds it at one instant of the signature's
+ * path and then writes `heldFile` (test/fixtures/hold-*.mjs): the QR request on `qrBase`, the signing app's
+ * fetch and approval on `doomedBase`, then `kill()` once the node is held. The approval is never answered.
+ * Resolves with the code's signUrl and what the fetch showed.
+ */
+export async function signOnHeldNode(o: {
+  qrBase: string;
+  doomedBase: string;
+  page: PageSession;
+  purpose: string;
+  signer: Signer;
+  heldFile: string;
+  /** Where the fixture holds the node, for the wait's message. */
+  instant: string;
+  kill: () => Promise<unknown>;
+}): Promise<{ signUrl: string; info: Awaited<ReturnType<typeof fetchSignInfo>> }> {
+  rmSync(o.heldFile, { force: true });
+  const signUrl = await requestSignUrl(o.qrBase, o.page, o.purpose);
+  const info = await fetchSignInfo(on(o.doomedBase, signUrl));
+  const approval = postDecision(on(o.doomedBase, signUrl), info, o.signer.legalId, o.signer.key, 'approve');
+  approval.catch(() => undefined);
+  await until(() => existsSync(o.heldFile), `the node held ${o.instant}`, 60_000);
+  await o.kill();
+  return { signUrl, info };
 }
 
 /** The purpose of a result event (SignatureReceived, SignatureRejected, SignatureReceivedBE carries none). */
