@@ -27,6 +27,7 @@ import {
 } from './settings.js';
 import { percentile, table } from '../measure/stats.js';
 import { redisTable, sentTable, sqlTable } from './op-tables.js';
+import { capacityEstimate } from './capacity.js';
 import { redisSpreadLines } from './redis-spread.js';
 import type { BenchReport, BudgetCheck, Measurement } from '../measure/types.js';
 
@@ -266,6 +267,22 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       ...(infra.redisShards > 0 ? ['', ...redisSpreadLines(c)] : []),
     ],
   });
+
+  // 5. The capacity estimate's shared-store bill at this run's costs.
+  const perOp = (w: Window, per: number, probe: 'redis' | 'postgres'): number => (per > 0 ? beyondIdle(c, w, probe) / per : Number.NaN);
+  const oneNodeQr = mergeWindows(one.mine.map((r) => r.window));
+  const oneNodeCount = one.mine.reduce((n, r) => n + r.result.count, 0);
+  const costs = (probe: 'redis' | 'postgres', extraIdle: number) => ({
+    idlePerTabSecond: (c.idle.cpuMicros.get(probe) ?? 0) / c.idleTabs / idleSeconds + extraIdle,
+    refresh: perOp(oneNodeQr, oneNodeCount, probe),
+    firstRequest: perOp(issued.window, issued.count, probe),
+    register: perOp(reg, c.open.tabs, probe),
+    login: perOp(lw, c.login.logins, probe),
+  });
+  const bindingPg = (br.window.cpuMicros.get('postgres') ?? 0) / br.tabs / BINDING_REFRESH_S;
+  const capacity = capacityEstimate(costs('redis', 0), costs('postgres', bindingPg), [c.idle, reg, lw, issued.window].map(disturbed).find((d) => d !== undefined));
+  sections.push({ heading: capacity.lines[0]!, lines: capacity.lines.slice(1) });
+  budgets.push(...capacity.budgets);
 
   return {
     context: [
