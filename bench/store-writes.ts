@@ -2,7 +2,7 @@
  * Store writes on PostgreSQL, group commit against plain pooled writes (docs/store.md "Group commit"):
  * the two hot-path writes (a QR code insert; a backend-mode settlement, which settles a code and stores its
  * callback in one transaction) and a whole login's statements (a derived code's row at its first fetch, the
- * code and the identity read for the signature, the settlement, the published mark written with others as a
+ * code and the identity read together for the signature, the settlement, the published mark written with others as a
  * node does) from C concurrent callers, through the real SqlCodeStore on a private
  * PostgreSQL 15 with fsync on, once with the outbox writes group-committed (one transaction per batch on one
  * pooled connection) and once without (each write on its own connection of the pool). Rounds of the two
@@ -72,15 +72,16 @@ const MARK_WINDOW_MS = 500;
 
 /**
  * One browser-mode login's statements, in the order a node runs them: the code's row at the signing app's
- * first fetch, then for the signature the code and the identity read at once, the settlement with the tab's
+ * first fetch, then for the signature the code and the identity in one read, the settlement with the tab's
  * event, and the mark (written with others by `marks`).
  */
 async function login(store: Store, marks: PublishedMarks): Promise<void> {
   const row = { ...code(nextId(), ''), tabId: 'tab-12345678' };
   if (!(await store.codes.insertIfAbsent(row))) throw new Error(`the row of ${row.code} existed`);
-  const [read, identity] = await Promise.all([store.codes.get(row.code), store.identities.get(IDENTITY.id)]);
+  const read = await store.signatureReads.read(row.code, IDENTITY.id);
+  const identity = read?.identity;
   if (!read || !identity) throw new Error('the code or the identity was not read');
-  const tabEvent = { type: 'SignatureReceived', data: { Id: identity.id, Purpose: read.purpose } };
+  const tabEvent = { type: 'SignatureReceived', data: { Id: identity.id, Purpose: read.code.purpose } };
   if (!(await store.codes.settle(row.code, { state: 'approved', legalId: identity.id, now: NOW + 1, tabEvent }))) throw new Error(`settlement of ${row.code} lost`);
   marks.add(row.code);
 }
@@ -224,7 +225,7 @@ export const storeWrites: Benchmark = {
         machineLine(),
         `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
         `other processes used ${idle.toFixed(0)}% of a core before the run`,
-        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity read, settlement, the mark written with others within 500 ms); writes/s and µs are per login; \'marks at once\': each mark written as soon as the loop is free (as before marks were collected)',
+        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity in one read, settlement, the mark written with others within 500 ms); writes/s and µs are per login; \'marks at once\': each mark written as soon as the loop is free (as before marks were collected)',
         'qr request: a tab\'s first QR request stored (one INSERT qr_requests; its refreshes write nothing); register: a new tab\'s binding and replay read',
         'arrivals + logins: one login and two new tabs (each a Register and a first QR request), the capacity estimate\'s mix; writes/s and µs are per login with its two arrivals',
       ],

@@ -24,8 +24,17 @@ const VALIDITY_MS = 300_000;
  */
 const SWEEPS = new Set(['callbacks.claimDue', 'codes.unpublished']);
 
+type StoreCalls = { calls: () => string[]; reset: () => void };
+/** The counter of each store counted: a store's methods are wrapped once, and a later count starts it again. */
+const counters = new WeakMap<Store, StoreCalls>();
+
 /** Counts every call of every store method but the sweeps' (each call is one or more SQL statements); `calls()` lists them. */
-function countStoreCalls(store: Store): { calls: () => string[]; reset: () => void } {
+function countStoreCalls(store: Store): StoreCalls {
+  const known = counters.get(store);
+  if (known) {
+    known.reset();
+    return known;
+  }
   let calls: string[] = [];
   for (const [area, part] of Object.entries(store)) {
     if (typeof part !== 'object' || part === null) continue;
@@ -41,7 +50,9 @@ function countStoreCalls(store: Store): { calls: () => string[]; reset: () => vo
       }
     }
   }
-  return { calls: () => calls, reset: () => (calls = []) };
+  const counter = { calls: () => calls, reset: () => void (calls = []) };
+  counters.set(store, counter);
+  return counter;
 }
 
 const codeOf = (answer: Answer): string => new URL(answer.body.signUrl as string).pathname.split('/').at(-1)!;
@@ -153,6 +164,25 @@ describe.each(BACKENDS)('derived codes on $name', ({ options }) => {
     expectProblem(answers.find((a) => a.status === 409)!, 409, 'code_already_used');
     const event = await tab.next('SignatureReceived');
     expect((event.data as { Purpose: string }).Purpose).toBe('Single use');
+  });
+
+  it('a signature of a fetched code reads its code and identity in one call, then settles; a signature without a fetch resolves the code first', async () => {
+    const ada = await makeIdentity(service, { FIRST: 'Ada' });
+    const fetched = codeOf(await qr('One read'));
+    const { challenge } = (await fetchJson(service, fetched)).body as { challenge: string };
+    const counted = countStoreCalls(service.store);
+    expect((await post(service, `/QuickLogin/Sign/${fetched}`, signatureBody(challenge, ada))).status).toBe(200);
+    // The published mark comes later, with others, whenever its half second ends.
+    const ofSignature = () => counted.calls().filter((call) => call !== 'codes.markPublished');
+    expect(ofSignature()).toEqual(['signatureReads.read', 'codes.settle']);
+    await tab.next('SignatureReceived');
+    // Never fetched: the code is not a row, so the read finds nothing, the code is resolved the long way (its row
+    // stored, with a nonce the signer never saw) and the signature, made over a guessed challenge, is refused.
+    const unfetched = codeOf(await qr('Unfetched'));
+    counted.reset();
+    const signed = await post(service, `/QuickLogin/Sign/${unfetched}`, signatureBody('a guessed challenge', ada));
+    expectProblem(signed, 403, 'signature_invalid');
+    expect(ofSignature()).toEqual(['signatureReads.read', 'identities.get', 'codes.get', 'codes.insertIfAbsent']);
   });
 });
 
