@@ -43,7 +43,7 @@ export function capacityEstimate(redis: StoreCosts, postgres: StoreCosts, unreli
   const scenario = `${tabs.toLocaleString('en-US')} waiting tabs, a refresh every ${refreshS} s, ${waitS} s waits, ${loginShare * 100} % logging in`;
   const reading = "this run's costs, every call alone on crowded cores: the estimate's upper reading (docs/capacity-estimate.md gives the others)";
   return {
-    lines: [`5. What ${scenario} would cost the shared stores at this run's costs (${reading})`, row('Redis', r, redis), row('PostgreSQL', p, postgres)],
+    lines: [`5. What ${scenario} would cost the shared stores (${reading})`, row('Redis', r, redis), row('PostgreSQL', p, postgres)],
     budgets: [
       { name: `capacity: ${scenario} need <= ${CAPACITY.redisCores} Redis cores (${reading})`, met: r.total <= CAPACITY.redisCores, ...(unreliable ? { unreliable } : {}), detail: `${c2(r.total)} cores` },
       { name: `capacity: the same need <= ${CAPACITY.postgresCores} PostgreSQL cores (${reading})`, met: p.total <= CAPACITY.postgresCores, ...(unreliable ? { unreliable } : {}), detail: `${c2(p.total)} cores` },
