@@ -35,7 +35,7 @@ const ROUND_MS = 2_000;
 const ROUNDS = 3;
 const CONCURRENCY = [1, 16, 64] as const;
 /** Which writes run (BENCH_STORE_WRITES=login or a comma-separated list: only those; unset: all). */
-const OPS = (['code insert', 'settle + callback', 'login', 'login (marks at once)', 'login (two reads)', 'qr request', 'register', 'arrivals + logins'] as const).filter((op) => {
+const OPS = (['code insert', 'settle + callback', 'login', 'login (marks at once)', 'qr request', 'register', 'arrivals + logins'] as const).filter((op) => {
   const only = process.env.BENCH_STORE_WRITES;
   return only === undefined || only === '' || only.split(',').includes(op);
 });
@@ -43,7 +43,7 @@ const POOL_SIZE = 10;
 const NOW = 1_700_000_000_000;
 
 type Mode = 'group commit' | 'plain';
-type Op = 'code insert' | 'settle + callback' | 'login' | 'login (marks at once)' | 'login (two reads)' | 'qr request' | 'register' | 'arrivals + logins';
+type Op = 'code insert' | 'settle + callback' | 'login' | 'login (marks at once)' | 'qr request' | 'register' | 'arrivals + logins';
 
 const code = (id: string, serviceId: string): LoginCode => ({
   code: id, tabId: 'tab-12345678', sessionHash: 'h'.repeat(43), origin: 'https://app.example', purpose: 'Log in to the bench', propertyFilter: null,
@@ -59,7 +59,7 @@ async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
 
 /** What one row's rate and µs count. */
 const UNITS: Record<Op, string> = {
-  'code insert': 'write', 'settle + callback': 'write', login: 'login', 'login (marks at once)': 'login', 'login (two reads)': 'login', 'qr request': 'request', register: 'Register', 'arrivals + logins': 'login (with 2 arrivals)',
+  'code insert': 'write', 'settle + callback': 'write', login: 'login', 'login (marks at once)': 'login', 'qr request': 'request', register: 'Register', 'arrivals + logins': 'login (with 2 arrivals)',
 };
 
 /** The identity every bench login signs with. */
@@ -72,19 +72,15 @@ const MARK_WINDOW_MS = 500;
 
 /**
  * One browser-mode login's statements, in the order a node runs them: the code's row at the signing app's
- * first fetch, then for the signature the code and the identity in one read, the settlement with the tab's
+ * first fetch, then for the signature the code and the identity read at once, the settlement with the tab's
  * event, and the mark (written with others by `marks`).
  */
-async function login(store: Store, marks: PublishedMarks, reads: 'joined' | 'two' = 'joined'): Promise<void> {
+async function login(store: Store, marks: PublishedMarks): Promise<void> {
   const row = { ...code(nextId(), ''), tabId: 'tab-12345678' };
   if (!(await store.codes.insertIfAbsent(row))) throw new Error(`the row of ${row.code} existed`);
-  const read =
-    reads === 'joined'
-      ? await store.signatureReads.read(row.code, IDENTITY.id)
-      : await Promise.all([store.codes.get(row.code), store.identities.get(IDENTITY.id)]).then(([c, identity]) => c && { code: c, identity });
-  const identity = read?.identity;
+  const [read, identity] = await Promise.all([store.codes.get(row.code), store.identities.get(IDENTITY.id)]);
   if (!read || !identity) throw new Error('the code or the identity was not read');
-  const tabEvent = { type: 'SignatureReceived', data: { Id: identity.id, Purpose: read.code.purpose } };
+  const tabEvent = { type: 'SignatureReceived', data: { Id: identity.id, Purpose: read.purpose } };
   if (!(await store.codes.settle(row.code, { state: 'approved', legalId: identity.id, now: NOW + 1, tabEvent }))) throw new Error(`settlement of ${row.code} lost`);
   marks.add(row.code);
 }
@@ -155,7 +151,6 @@ async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu):
       const t = performance.now();
       if (op === 'code insert') await store.codes.insert(code(nextId(), ''));
       else if (op === 'login' || op === 'login (marks at once)') await login(store, marks);
-      else if (op === 'login (two reads)') await login(store, marks, 'two');
       else if (op === 'qr request') await qrRequest(store);
       else if (op === 'register') await register(store);
       else if (op === 'arrivals + logins') await arrivalsAndLogins(store, marks);
@@ -229,7 +224,7 @@ export const storeWrites: Benchmark = {
         machineLine(),
         `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
         `other processes used ${idle.toFixed(0)}% of a core before the run`,
-        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity in one read, settlement, the mark written with others within 500 ms); writes/s and µs are per login; \'marks at once\': each mark written as soon as the loop is free (as before marks were collected); \'two reads\': the code and the identity read by two statements at once (as before SignatureReads)',
+        'login: one browser-mode login\'s statements (insert at the first fetch, code and identity read at once, settlement, the mark written with others within 500 ms); writes/s and µs are per login; \'marks at once\': each mark written as soon as the loop is free (as before marks were collected)',
         'qr request: a tab\'s first QR request stored (one INSERT qr_requests; its refreshes write nothing); register: a new tab\'s binding and replay read',
         'arrivals + logins: one login and two new tabs (each a Register and a first QR request), the capacity estimate\'s mix; writes/s and µs are per login with its two arrivals',
       ],

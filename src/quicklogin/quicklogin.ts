@@ -121,15 +121,12 @@ export class QuickLogin {
    */
   async sign(code: string, signature: Signature, presentedBinding?: string): Promise<{ state: 'approved' | 'rejected' }> {
     const delivered = this.deps.timeSignature?.();
-    // The code and the identity are read by one statement: one round trip to a shared store instead of two
-    // (docs/benchmarks.md#cluster-round-trips: each sequential round trip adds to the signature's tail), and one
-    // statement for the database instead of two (docs/capacity-estimate.md). A code that is not a row yet (a
-    // derived code signed without a fetch) is resolved the long way, the identity read beside it. A missing
-    // identity is reported after the code's checks, so a bad code is still reported first.
-    const joined = CODE_PATTERN.test(code) ? await this.deps.store.signatureReads.read(code, signature.legalId) : undefined;
-    const identityRead = joined ? Promise.resolve(joined.identity) : this.deps.store.identities.get(signature.legalId);
+    // The code and the identity are read at once: one round trip to a shared store instead of two
+    // (docs/benchmarks.md#cluster-round-trips: each sequential round trip adds to the signature's tail). A failed
+    // identity look-up waits for the code's check, so a bad code is still reported first.
+    const identityRead = this.deps.store.identities.get(signature.legalId);
     identityRead.catch(() => undefined);
-    const record = await this.signableCode(code, joined?.code);
+    const record = await this.signableCode(code);
     // A scan-limited code is signed only by the app its first fetch bound it to (docs/relay.md). The
     // binding never changes once set, so checking the record read here is as good as checking at settle.
     if (record.scanSeconds !== null && !bindingMatches(presentedBinding, record.bindingHash)) {
@@ -236,10 +233,10 @@ export class QuickLogin {
    * (410) codes. A used code's tab event that is still owed (its node died between the settlement's commit
    * and the publish, and the signing app repeats the POST whose answer it never got) is published now,
    * under its key, instead of at the result outbox's next sweep: the 409 then means "signed, and the page
-   * is told" (docs/signing.md "Refusals"). `row`: the code's row when the caller read it already.
+   * is told" (docs/signing.md "Refusals").
    */
-  private async signableCode(code: string, row?: LoginCode): Promise<LoginCode> {
-    const record = row ?? (await this.codeRow(code));
+  private async signableCode(code: string): Promise<LoginCode> {
+    const record = await this.codeRow(code);
     if (!record) throw new TabwireError('code_not_found');
     if (record.state !== 'pending') {
       if (record.tabEvent && record.published === false) await this.publishResult(record, record.tabEvent);

@@ -1,5 +1,4 @@
 import type { CodeStore } from './code-store.js';
-import type { SignatureReads } from './signature-reads.js';
 import type { CallbackStore } from './callback-store.js';
 import type { IdentityStore } from './identity-store.js';
 import type { OidcClientStore, OidcEntryStore } from './oidc-store.js';
@@ -8,7 +7,6 @@ import type { QrRequestStore } from './qr-request-store.js';
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
 export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from './code-store.js';
 export { MARKS_PER_CALL } from './code-store.js';
-export type { SignatureInputs, SignatureReads } from './signature-reads.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
 export type { QrRequestRecord, QrRequestStore } from './qr-request-store.js';
@@ -162,8 +160,6 @@ export interface MessageStore {
 /** Everything persistent, behind domain-shaped interfaces; one implementation per backend. */
 export interface Store {
   codes: CodeStore;
-  /** A signature's code and identity in one read (the login's hot path). */
-  signatureReads: SignatureReads;
   /** QR requests whose codes are derived (docs/signing.md "Derived codes"). */
   qrRequests: QrRequestStore;
   tabs: TabStore;

@@ -12,7 +12,7 @@ const PLACEHOLDER: LoginCode = {
   scanSeconds: 0, fetchedAt: 0, bindingHash: '',
 };
 
-export const toCode = (row: Selectable<CodesTable>): LoginCode => ({
+const toCode = (row: Selectable<CodesTable>): LoginCode => ({
   code: row.code,
   tabId: row.tab_id,
   sessionHash: row.session_hash,

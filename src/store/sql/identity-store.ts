@@ -3,7 +3,7 @@ import type { Ed25519EncodingProblem } from '../../protocol/ed25519-strict.js';
 import type { Database, IdentitiesTable } from '../schema.js';
 import type { Identity, IdentityCursor, IdentityState, IdentityStore } from '../stores.js';
 
-export const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
+const toIdentity = (row: Selectable<IdentitiesTable>): Identity => ({
   id: row.id,
   provider: row.provider,
   state: row.state as IdentityState,

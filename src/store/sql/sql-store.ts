@@ -14,14 +14,12 @@ import { SqlOidcEntryStore } from './oidc-entry-store.js';
 import { SqlQrRequestStore } from './qr-request-store.js';
 import { SqlServerKeyStore } from './server-key-store.js';
 import { SqlServiceRegistrationStore } from './service-registration-store.js';
-import { SqlSignatureReads } from './signature-reads.js';
 import { SqlTabStore } from './tab-store.js';
 
 /** The shared SQL stores on an open, migrated database; `close` is the dialect's (it owns the connection or pool). */
 export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close: () => Promise<void>): Store {
   return {
     codes: new SqlCodeStore(db, flavour),
-    signatureReads: new SqlSignatureReads(db),
     qrRequests: new SqlQrRequestStore(db),
     tabs: new SqlTabStore(db, flavour),
     identities: new SqlIdentityStore(db),
