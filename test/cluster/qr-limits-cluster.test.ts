@@ -146,7 +146,10 @@ describe('QR limits on three nodes: decided on each node, synced in the backgrou
     expect(refused.filter((a) => a.body.limit === 'qr_address').length).toBeGreaterThanOrEqual(3 * ADDRESS_LIMIT / 2);
     expect(refused.every((a) => a.body.limit === 'qr_address' || a.body.limit === 'qr_session')).toBe(true);
     console.log(`QR limits, one address, 3 nodes: ${answers.length} requests, ${answered} answered (limit ${ADDRESS_LIMIT}, bound ${ADDRESS_LIMIT + 3 * shareOf(ADDRESS_LIMIT) - 1})`);
-    // Another address is counted apart.
-    expect((await qr(1, sessions[0]!, '192.0.2.3')).status).toBe(200);
+    // Another address is counted apart. A fresh session asks: the flood's sessions may be full themselves or
+    // hold a full share on node 1 until its next sync (a fast machine sends one session ~30 requests here).
+    const other = await qr(1, await openTab(), '192.0.2.3');
+    expect(other.body.limit).toBeUndefined();
+    expect(other.status).toBe(200);
   });
 });
