@@ -1,20 +1,22 @@
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventFrame } from '../../src/protocol/frames.js';
 import { Cluster } from '../helpers/cluster.js';
-import { purposeOf, settleCode } from '../helpers/cluster-flows.js';
+import { LongPollPage, purposeOf, settleCode } from '../helpers/cluster-flows.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
 /**
  * A page's WebSocket is on a node that is SIGKILLed; the page reconnects to another node and says the
  * last id it saw (docs/events.md "Event streams"). Streams keep at most 5 events here (outboxLimit), so
- * the second half can exceed the bound with a few logins.
+ * the second half can exceed the bound with a few logins. A long-poll page that falls behind the bound
+ * between two polls is told the same way. Polls are held 1 s, so a poll that finds nothing ends soon.
  */
 const LIMIT = 5;
 let cluster: Cluster;
 
 beforeAll(async () => {
-  cluster = await Cluster.start({ nodes: 3, env: { TABWIRE_OUTBOX_LIMIT: String(LIMIT) } });
+  cluster = await Cluster.start({ nodes: 3, env: { TABWIRE_OUTBOX_LIMIT: String(LIMIT), TABWIRE_LONG_POLL_HOLD_SECONDS: '1' } });
 }, 120_000);
 afterAll(async () => cluster?.stop());
 
@@ -75,5 +77,34 @@ describe('the node holding a WebSocket is SIGKILLed', () => {
     expect(kept[0]).toBeGreaterThan(seenOnTwo + 1);
     expect(kept.every((id, n) => n === 0 || id === kept[n - 1]! + 1)).toBe(true);
     onOne.close();
+  }, 120_000);
+});
+
+describe('a long-poll page falls behind its stream between two polls', () => {
+  it('its next poll is told EventsLost after its last id, then gets what the stream kept, in order', async () => {
+    // On node 3 only, which the case above never stops.
+    const base = cluster.url(2);
+    const page = new LongPollPage(() => base, randomUUID());
+    // The first poll registers the tab and brings the session cookie.
+    expect(await page.poll()).toBe(200);
+    const resultsAt = () => page.frames.filter((f) => f.type === 'SignatureReceived');
+    await settleCode({ qrBase: base, signBase: base, page: page.page, purpose: 'before', decision: 'approve' });
+    while (resultsAt().length < 1) expect(await page.poll()).toBe(200);
+    const seen = page.lastEventId!;
+
+    // No poll while more results than the stream keeps are settled.
+    const overflow = Array.from({ length: LIMIT + 3 }, (_, k) => `overflow ${k + 1}`);
+    for (const purpose of overflow) await settleCode({ qrBase: base, signBase: base, page: page.page, purpose, decision: 'approve' });
+
+    const before = page.frames.length;
+    while (resultsAt().length < 1 + LIMIT) expect(await page.poll()).toBe(200);
+    const after = page.frames.slice(before);
+    expect(after[0]).toMatchObject({ type: 'EventsLost', data: { after: seen } });
+    expect(after[0]!.id).toBeUndefined();
+    expect(after.slice(1).map(purposeOf)).toEqual(overflow.slice(-LIMIT));
+    const kept = ids(after);
+    expect(kept[0]).toBeGreaterThan(seen + 1);
+    expect(kept.every((id, n) => n === 0 || id === kept[n - 1]! + 1)).toBe(true);
+    expect(page.failures).toEqual([]);
   }, 120_000);
 });
