@@ -30,14 +30,32 @@ async function migrateBesideOthers(db: Kysely<Database>): Promise<void> {
   }
 }
 
+/**
+ * Puts the file in WAL mode, tolerating another process that opens the same new file at the same moment:
+ * the switch needs the file to itself, and SQLite answers SQLITE_BUSY at once rather than waiting
+ * (`busy_timeout` does not apply: waiting could deadlock two connections that both hold a shared lock).
+ * Once one process has switched it, the others find the file in WAL mode already.
+ */
+async function enterWalMode(sqlite: SQLite.Database): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      sqlite.pragma('journal_mode = WAL');
+      return;
+    } catch (err) {
+      if (!sqliteUnavailable(err) || attempt >= 20) throw err;
+      await new Promise((resolve) => setTimeout(resolve, 25 * attempt));
+    }
+  }
+}
+
 /** Opens (creating if needed) the embedded SQLite store and migrates it: one process, one file (docs/store.md). */
 export async function openSqliteStore(file: string): Promise<Store> {
   if (file !== ':memory:') mkdirSync(dirname(file), { recursive: true });
   const sqlite = new SQLite(file);
-  // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes (not power loss).
-  sqlite.pragma('journal_mode = WAL');
-  sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('busy_timeout = 5000');
+  // WAL lets readers run beside the writer; NORMAL sync is durable across process crashes (not power loss).
+  await enterWalMode(sqlite);
+  sqlite.pragma('synchronous = NORMAL');
   const statements = new StatementCache(sqlite);
   const db = new Kysely<Database>({ dialect: guardedDialect(new SqliteDialect({ database: withStatementCache(statements) }), sqliteUnavailable, { oneConnection: true }) });
   await migrateBesideOthers(db);
