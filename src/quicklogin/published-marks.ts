@@ -4,7 +4,7 @@ import { MARKS_PER_CALL, type CodeStore } from '../store/stores.js';
 /** Marks waiting at most; beyond, a mark is dropped (its result is published once more, under its key, and marked then). */
 const PENDING_LIMIT = 4_096;
 /** Statements in flight at most; the rest of the marks wait for one to end. */
-const FLIGHTS_LIMIT = 4;
+export const FLIGHTS_LIMIT = 4;
 
 export interface PublishedMarksDeps {
   codes: Pick<CodeStore, 'markPublished'>;

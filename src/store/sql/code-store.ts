@@ -3,7 +3,7 @@ import type { CodesTable, Database } from '../schema.js';
 import { MARKS_PER_CALL, type CodeState, type CodeStore, type LoginCode, type Settlement, type TabEventRecord, type UnpublishedResult } from '../stores.js';
 import { callbackInsertSql, toCallbackRow } from './callback-store.js';
 import type { SqlFlavour } from './flavour.js';
-import { commitQueue, GroupCommit, outboxCommitQueue, withParameters } from './group-commit.js';
+import { commitQueue, GroupCommit, outboxCommitQueue, rowsChanged, withParameters } from './group-commit.js';
 
 /** Any complete code: only its shape matters for compiling the insert. */
 const PLACEHOLDER: LoginCode = {
@@ -75,12 +75,13 @@ export class SqlCodeStore implements CodeStore {
   private readonly inserts: GroupCommit;
   /**
    * A login writes a code three times: its row at the first fetch of a derived code, its settlement, and the
-   * mark that its result was published. The first and the last are group-committed too, with the same
-   * queue, so logins arriving together share commits (docs/store.md "Group commit"); the marks also come
-   * in lists of up to MARKS_PER_CALL codes a statement (quicklogin/published-marks.ts).
+   * mark that its result was published. The first is group-committed too, with the same queue, so logins
+   * arriving together share commits (docs/store.md "Group commit"). The marks come in lists of up to
+   * MARKS_PER_CALL codes a statement, one list per half second at most (quicklogin/published-marks.ts), and
+   * run on their own: in the queue, one slow mark statement would hold up every code insert behind it.
    */
   private readonly insertsIfAbsent: GroupCommit;
-  private readonly publishedMarks: GroupCommit;
+  private readonly publishedMarks: CompiledQuery;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -92,15 +93,12 @@ export class SqlCodeStore implements CodeStore {
       db.insertInto('codes').values(toRow(PLACEHOLDER)).onConflict((oc) => oc.column('code').doNothing()).compile(),
       queue,
     );
-    this.publishedMarks = new GroupCommit(
-      db
-        .updateTable('codes')
-        .set({ announced_at: 0 })
-        .where('code', 'in', Array.from({ length: MARKS_PER_CALL }, () => ''))
-        .where('announced_at', 'is', null)
-        .compile(),
-      queue,
-    );
+    this.publishedMarks = db
+      .updateTable('codes')
+      .set({ announced_at: 0 })
+      .where('code', 'in', Array.from({ length: MARKS_PER_CALL }, () => ''))
+      .where('announced_at', 'is', null)
+      .compile();
   }
 
   async insert(c: LoginCode): Promise<void> {
@@ -211,7 +209,7 @@ export class SqlCodeStore implements CodeStore {
     if (codes.length > MARKS_PER_CALL) throw new RangeError(`at most ${MARKS_PER_CALL} codes are marked at once`);
     // Padded with the last code to the one length the statement was compiled for: one statement text, prepared once.
     const padded = Array.from({ length: MARKS_PER_CALL }, (_, i) => codes[Math.min(i, codes.length - 1)]!);
-    await this.publishedMarks.run([now, ...padded]);
+    await rowsChanged(this.db, this.publishedMarks, [now, ...padded]);
   }
 
   /**

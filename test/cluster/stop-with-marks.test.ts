@@ -1,0 +1,88 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import { readKeyFile } from '../../src/identity/key-file.js';
+import { FLIGHTS_LIMIT } from '../../src/quicklogin/published-marks.js';
+import { Cluster } from '../helpers/cluster.js';
+import { on, purposeOf, requestSignUrl, type Signer } from '../helpers/cluster-flows.js';
+import { TestTab } from '../helpers/tab.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * A node is stopped (SIGTERM) with published marks not yet written (src/quicklogin/published-marks.ts): its
+ * stop must write them before the store closes, or the result outbox publishes those results again after a
+ * restart. One node only, so no other node's outbox can mark the rows instead. The node runs with a fixture
+ * (test/fixtures/hold-after-settle.mjs, `mark-until-term`) that holds every mark's UPDATE until the SIGTERM
+ * and sends it then. With as many statements held as may be in flight, the next login's mark has to wait: at
+ * the SIGTERM it is certainly waiting, whatever the machine's speed.
+ */
+let cluster: Cluster;
+let dir: string;
+let signer: Signer;
+const held = () => join(dir, 'held');
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'tabwire-stop-marks-'));
+  cluster = await Cluster.start({
+    nodes: 1,
+    nodeArgs: () => ['--import', resolve('test/fixtures/hold-after-settle.mjs')],
+    nodeEnv: (): Record<string, string> => ({ HOLD_AFTER_SETTLE_MARK: held(), HOLD_STEP: 'mark-until-term' }),
+  });
+  const keyFile = join(dir, 'ada.key');
+  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
+  signer = readKeyFile(keyFile);
+}, 120_000);
+afterAll(async () => {
+  await cluster?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+const heldCount = () => (existsSync(held()) ? Number(readFileSync(held(), 'utf8')) : 0);
+
+/** A login on the node whose result reaches the page; resolves with its code. */
+async function login(tab: TestTab, purpose: string): Promise<string> {
+  const signUrl = await requestSignUrl(cluster.url(0), tab, purpose);
+  const info = await fetchSignInfo(on(cluster.url(0), signUrl));
+  await postDecision(on(cluster.url(0), signUrl), info, signer.legalId, signer.key, 'approve');
+  await until(() => tab.events.some((e) => purposeOf(e) === purpose), `the result of ${purpose} at the page`);
+  return info.code;
+}
+
+describe('a node stopped with published marks waiting and in flight', () => {
+  it('writes every mark before its store closes, and exits 0', async () => {
+    const tab = await TestTab.open(cluster.wsUrl(0));
+    await tab.next('CheckServerInstance');
+    // One login per statement the node may have in flight, each statement held before the next login.
+    const codes: string[] = [];
+    for (let k = 1; k <= FLIGHTS_LIMIT; k++) {
+      codes.push(await login(tab, `in flight ${k}`));
+      await until(() => heldCount() >= k, `mark statement ${k} held in flight`, 60_000);
+    }
+    // Its mark cannot be sent while the others are held: it waits.
+    const waiting = await login(tab, 'waiting');
+    expect(heldCount()).toBe(FLIGHTS_LIMIT);
+    for (const code of [...codes, waiting]) expect(await announcedAt(code)).toBeNull();
+    tab.close();
+
+    const exit = await cluster.kill(0, 'SIGTERM');
+    expect(exit).toEqual({ code: 0, signal: null });
+    for (const code of [...codes, waiting]) expect(await announcedAt(code), code).not.toBeNull();
+  }, 120_000);
+});
+
+/** The code's published mark in the cluster's database (null while its result is owed). */
+async function announcedAt(code: string): Promise<string | null> {
+  if (!('databaseUrl' in cluster.store)) throw new Error('this test runs on PostgreSQL');
+  const client = new pg.Client({ connectionString: cluster.store.databaseUrl });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ announced_at: string | null }>('SELECT announced_at FROM codes WHERE code = $1', [code]);
+    if (rows.length !== 1) throw new Error(`code ${code} has no row`);
+    return rows[0]!.announced_at;
+  } finally {
+    await client.end();
+  }
+}
