@@ -2,9 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { readKeyFile } from '../../src/identity/key-file.js';
 import { Cluster } from '../helpers/cluster.js';
-import { purposeOf, settleCode, signOnHeldNode, type Signer } from '../helpers/cluster-flows.js';
+import { createSigner, purposeOf, settleCode, type Signer, signOnHeldNode } from '../helpers/cluster-flows.js';
 import { startRedisCluster, type RedisClusterServer } from '../helpers/redis-cluster.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
@@ -33,9 +32,7 @@ beforeAll(async () => {
     nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-before-announce.mjs')] : []),
     nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_BEFORE_ANNOUNCE_MARK: mark() } : {}),
   });
-  const keyFile = join(dir, 'ada.key');
-  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
-  signer = readKeyFile(keyFile);
+  signer = await createSigner(cluster, dir);
 }, 180_000);
 afterAll(async () => {
   await cluster?.stop();

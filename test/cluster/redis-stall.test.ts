@@ -4,9 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { EventFrame } from '../../src/protocol/frames.js';
-import { readKeyFile } from '../../src/identity/key-file.js';
 import { Cluster } from '../helpers/cluster.js';
-import { LongPollPage, purposeOf, settleCode, type PageSession, type Signer } from '../helpers/cluster-flows.js';
+import { createSigner, LongPollPage, type PageSession, purposeOf, settleCode, type Signer } from '../helpers/cluster-flows.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
@@ -39,9 +38,7 @@ beforeAll(async () => {
     env: { TABWIRE_QR_REQUESTS_PER_SESSION_PER_MINUTE: '10000', TABWIRE_LONG_POLL_HOLD_SECONDS: '2', TABWIRE_OUTBOX_LIMIT: String(OUTBOX_LIMIT) },
   });
   dir = mkdtempSync(join(tmpdir(), 'tabwire-stall-'));
-  const keyFile = join(dir, 'ada.key');
-  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
-  signer = readKeyFile(keyFile);
+  signer = await createSigner(cluster, dir);
 }, 120_000);
 afterAll(async () => {
   cluster?.redis.resume();

@@ -1,12 +1,11 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
-import { readKeyFile } from '../../src/identity/key-file.js';
+import { announcedAt as markOf } from '../helpers/announced-at.js';
 import { Cluster } from '../helpers/cluster.js';
-import { on, purposeOf, requestSignUrl, settleCode, signOnHeldNode, type Signer } from '../helpers/cluster-flows.js';
+import { createSigner, on, purposeOf, requestSignUrl, settleCode, type Signer, signOnHeldNode } from '../helpers/cluster-flows.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
@@ -32,9 +31,7 @@ beforeAll(async () => {
     nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-after-settle.mjs')] : []),
     nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_AFTER_SETTLE_MARK: mark(), HOLD_STEP: holdStep } : {}),
   });
-  const keyFile = join(dir, 'ada.key');
-  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
-  signer = readKeyFile(keyFile);
+  signer = await createSigner(cluster, dir);
 }, 120_000);
 afterAll(async () => {
   await cluster?.stop();
@@ -61,6 +58,8 @@ async function marker(tab: TestTab, purpose: string): Promise<void> {
   await settleCode({ qrBase: cluster.url(2), signBase: cluster.url(1), page: tab, purpose, decision: 'reject', signer });
   await until(() => tab.events.some((e) => purposeOf(e) === purpose), `the marker ${purpose}`);
 }
+
+const announcedAt = (code: string) => markOf(cluster.store, code);
 
 describe('a node SIGKILLed between the settlement commit and the publish', () => {
   it('the page on another node gets the result exactly once, from the settlement row', async () => {
@@ -114,17 +113,3 @@ describe('a node SIGKILLed between the settlement commit and the publish', () =>
     tab.close();
   }, 120_000);
 });
-
-/** The code's published mark in the cluster's database (null while its result is owed). */
-async function announcedAt(code: string): Promise<string | null> {
-  if (!('databaseUrl' in cluster.store)) throw new Error('this test runs on PostgreSQL');
-  const client = new pg.Client({ connectionString: cluster.store.databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ announced_at: string | null }>('SELECT announced_at FROM codes WHERE code = $1', [code]);
-    if (rows.length !== 1) throw new Error(`code ${code} has no row`);
-    return rows[0]!.announced_at;
-  } finally {
-    await client.end();
-  }
-}

@@ -1,13 +1,12 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
-import { readKeyFile } from '../../src/identity/key-file.js';
 import { FLIGHTS_LIMIT } from '../../src/quicklogin/published-marks.js';
+import { announcedAt as markOf } from '../helpers/announced-at.js';
 import { Cluster } from '../helpers/cluster.js';
-import { on, purposeOf, requestSignUrl, type Signer } from '../helpers/cluster-flows.js';
+import { createSigner, on, purposeOf, requestSignUrl, type Signer } from '../helpers/cluster-flows.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
@@ -31,9 +30,7 @@ beforeAll(async () => {
     nodeArgs: () => ['--import', resolve('test/fixtures/hold-after-settle.mjs')],
     nodeEnv: (): Record<string, string> => ({ HOLD_AFTER_SETTLE_MARK: held(), HOLD_STEP: 'mark-until-term' }),
   });
-  const keyFile = join(dir, 'ada.key');
-  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
-  signer = readKeyFile(keyFile);
+  signer = await createSigner(cluster, dir);
 }, 120_000);
 afterAll(async () => {
   await cluster?.stop();
@@ -50,6 +47,8 @@ async function login(tab: TestTab, purpose: string): Promise<string> {
   await until(() => tab.events.some((e) => purposeOf(e) === purpose), `the result of ${purpose} at the page`);
   return info.code;
 }
+
+const announcedAt = (code: string) => markOf(cluster.store, code);
 
 describe('a node stopped with published marks waiting and in flight', () => {
   it('writes every mark before its store closes, and exits 0', async () => {
@@ -72,17 +71,3 @@ describe('a node stopped with published marks waiting and in flight', () => {
     for (const code of [...codes, waiting]) expect(await announcedAt(code), code).not.toBeNull();
   }, 120_000);
 });
-
-/** The code's published mark in the cluster's database (null while its result is owed). */
-async function announcedAt(code: string): Promise<string | null> {
-  if (!('databaseUrl' in cluster.store)) throw new Error('this test runs on PostgreSQL');
-  const client = new pg.Client({ connectionString: cluster.store.databaseUrl });
-  await client.connect();
-  try {
-    const { rows } = await client.query<{ announced_at: string | null }>('SELECT announced_at FROM codes WHERE code = $1', [code]);
-    if (rows.length !== 1) throw new Error(`code ${code} has no row`);
-    return rows[0]!.announced_at;
-  } finally {
-    await client.end();
-  }
-}

@@ -1,6 +1,8 @@
 import type { KeyObject } from 'node:crypto';
 import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
+import { readKeyFile } from '../../src/identity/key-file.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 import { until } from './until.js';
 
@@ -15,6 +17,13 @@ export interface PageSession {
 export interface Signer {
   legalId: string;
   key: KeyObject;
+}
+
+/** Ada's approved identity, made with the operator CLI of `cluster`; her key file goes in `dir`. */
+export async function createSigner(cluster: { cli(args: string[]): Promise<string> }, dir: string): Promise<Signer> {
+  const keyFile = join(dir, 'ada.key');
+  await cluster.cli(['identity', 'create', '--prop', 'FIRST=Ada', '--key-out', keyFile, '--approve']);
+  return readKeyFile(keyFile);
 }
 
 const postJson = (url: string, body: unknown, headers: Record<string, string> = {}) =>
