@@ -1,9 +1,10 @@
 /**
- * Store writes on PostgreSQL, group commit against plain pooled writes (docs/store.md "Group commit"):
+ * Store writes on PostgreSQL, group commit against plain pooled writes (docs/store.md "Group commit"), and plain
+ * writes sent unnamed (docs/store.md "Prepared statements"):
  * the two hot-path writes (a QR code insert; a backend-mode settlement, which settles a code and stores its
  * callback in one transaction) and a whole login's statements (a derived code's row at its first fetch, the
  * code and the identity read together for the signature, the settlement, the published mark written with others as a
- * node does) from C concurrent callers, through the real SqlCodeStore on a private
+ * node does) from C concurrent callers, through the real SqlCodeStore opened as a node opens it, on a private
  * PostgreSQL 15 with fsync on, once with the outbox writes group-committed (one transaction per batch on one
  * pooled connection) and once without (each write on its own connection of the pool). Rounds of the two
  * modes alternate; rates are medians, with PostgreSQL's CPU per write. PostgreSQL runs on the same 2 cores as
@@ -11,15 +12,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
-import { postgresUnavailable } from '../src/store/postgres/errors.js';
 import { postgresFlavour } from '../src/store/postgres/flavour.js';
 import { migrateLocked } from '../src/store/postgres/migrate-lock.js';
-import { createPool } from '../src/store/postgres/pool.js';
-import type { Database } from '../src/store/schema.js';
-import type { SqlFlavour } from '../src/store/sql/flavour.js';
-import { guardedDialect } from '../src/store/sql/guarded-dialect.js';
+import { postgresQueryBuilder } from '../src/store/postgres/open.js';
 import { createSqlStore } from '../src/store/sql/sql-store.js';
 import { PublishedMarks } from '../src/quicklogin/published-marks.js';
 import type { Identity, LoginCode, Store } from '../src/store/stores.js';
@@ -42,7 +37,13 @@ const OPS = (['code insert', 'settle + callback', 'login', 'login (marks at once
 const POOL_SIZE = 10;
 const NOW = 1_700_000_000_000;
 
-type Mode = 'group commit' | 'plain';
+/**
+ * 'group commit' and 'plain' send statements as nodes do, named (prepared once per connection); 'plain, unnamed'
+ * as with `databasePreparedStatements: false` (each statement parsed and planned at every call), which is
+ * what this benchmark measured until 2026-11-29.
+ */
+const MODES = ['group commit', 'plain', 'plain, unnamed'] as const;
+type Mode = (typeof MODES)[number];
 type Op = 'code insert' | 'settle + callback' | 'login' | 'login (marks at once)' | 'qr request' | 'register' | 'arrivals + logins';
 
 const code = (id: string, serviceId: string): LoginCode => ({
@@ -51,10 +52,11 @@ const code = (id: string, serviceId: string): LoginCode => ({
   expiresAt: NOW + 300_000, state: 'pending', legalId: null, signedAt: null, scanSeconds: null, fetchedAt: null, bindingHash: null,
 });
 
-async function openStore(url: string, flavour: SqlFlavour): Promise<Store> {
-  const db = new Kysely<Database>({ dialect: guardedDialect(new PostgresDialect({ pool: createPool(url, { size: POOL_SIZE }) }), postgresUnavailable) });
+/** A store opened as a node opens it (pool, prepared statements), with or without group commit. */
+async function openStore(url: string, mode: Mode): Promise<Store> {
+  const db = postgresQueryBuilder(url, { size: POOL_SIZE, preparedStatements: mode !== 'plain, unnamed' });
   await migrateLocked(db);
-  return createSqlStore(db, flavour, () => db.destroy());
+  return createSqlStore(db, { ...postgresFlavour, groupCommit: mode === 'group commit' }, () => db.destroy());
 }
 
 /** What one row's rate and µs count. */
@@ -175,28 +177,28 @@ async function round(store: Store, op: Op, concurrency: number, pgCpu: TreeCpu):
 
 export const storeWrites: Benchmark = {
   name: 'store-writes',
-  description: 'PostgreSQL hot-path writes: group commit vs plain pooled writes',
+  description: 'PostgreSQL hot-path writes: group commit vs plain pooled writes, named and unnamed statements',
   async run(): Promise<BenchReport> {
     const idle = await backgroundLoad();
     const server = await startPostgres({ fsync: true });
     const measurements: Measurement[] = [];
     const rows: string[][] = [];
     try {
-      const stores: Record<Mode, Store> = {
-        'group commit': await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: true }),
-        plain: await openStore(await server.createDatabase(), { ...postgresFlavour, groupCommit: false }),
-      };
+      const stores = {} as Record<Mode, Store>;
+      for (const mode of MODES) stores[mode] = await openStore(await server.createDatabase(), mode);
       const pgCpu = new TreeCpu(await postmasterPid(server.adminUrl));
       for (const store of Object.values(stores)) await store.identities.insert(IDENTITY);
       for (const op of OPS) {
         for (const concurrency of CONCURRENCY) {
-          const results: Record<Mode, RoundResult[]> = { 'group commit': [], plain: [] };
+          const results = Object.fromEntries(MODES.map((m) => [m, [] as RoundResult[]])) as Record<Mode, RoundResult[]>;
           for (let r = 0; r < ROUNDS; r++) {
-            for (const mode of r % 2 === 0 ? (['group commit', 'plain'] as const) : (['plain', 'group commit'] as const)) {
+            // Each round in another order, so no mode always follows the same one.
+            for (let i = 0; i < MODES.length; i++) {
+              const mode = MODES[(i + r) % MODES.length]!;
               results[mode].push(await round(stores[mode], op, concurrency, pgCpu));
             }
           }
-          for (const mode of ['group commit', 'plain'] as const) {
+          for (const mode of MODES) {
             const rate = percentile(results[mode].map((x) => x.rate), 50);
             const p50 = percentile(results[mode].map((x) => x.p50), 50);
             const p99 = percentile(results[mode].map((x) => x.p99), 50);
@@ -219,10 +221,11 @@ export const storeWrites: Benchmark = {
       await server.stop();
     }
     return {
-      title: 'store-writes: PostgreSQL group commit vs plain pooled writes',
+      title: 'store-writes: PostgreSQL group commit vs plain pooled writes, named and unnamed',
       context: [
         machineLine(),
-        `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} alternating rounds of ${ROUND_MS / 1000} s, medians`,
+        `revision ${revision()}; PostgreSQL 15, fsync on, on the same machine; pool of ${POOL_SIZE} connections; ${ROUNDS} rounds of ${ROUND_MS / 1000} s per mode, the modes' order rotating, medians`,
+        "modes: 'group commit' and 'plain' send named prepared statements as nodes do; 'plain, unnamed' as with databasePreparedStatements: false",
         `other processes used ${idle.toFixed(0)}% of a core before the run`,
         'login: one browser-mode login\'s statements (insert at the first fetch, code and identity read at once, settlement, the mark written with others within 500 ms); writes/s and µs are per login; \'marks at once\': each mark written as soon as the loop is free (as before marks were collected)',
         'qr request: a tab\'s first QR request stored (one INSERT qr_requests; its refreshes write nothing); register: a new tab\'s binding and replay read',

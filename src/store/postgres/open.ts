@@ -16,15 +16,23 @@ interface PreparedOptions {
 }
 
 /**
+ * The query builder over a node's pool of `url`, as every node sends its statements. Statements go as named
+ * prepared statements, parsed and planned once per connection (prepared-statements.ts), unless the operator
+ * turned them off (a pooler that does not keep them). Exported for the benchmarks, which must measure what a
+ * node sends.
+ */
+export function postgresQueryBuilder(url: string, options: PoolOptions & PreparedOptions): Kysely<Database> {
+  const pool = createPool(url, options);
+  const dialect = new PostgresDialect({ pool: options.preparedStatements === false ? pool : preparedStatementsPool(pool, options.statementNames) });
+  return new Kysely<Database>({ dialect: guardedDialect(dialect, postgresUnavailable) });
+}
+
+/**
  * Opens the cluster store on PostgreSQL (`url`: postgres://user@host:port/db) and migrates it; every node
  * of a cluster opens the same database. Fails when PostgreSQL cannot be reached at start (docs/store.md).
  */
 export async function openPostgresStore(url: string, options: PoolOptions & PreparedOptions): Promise<Store> {
-  const pool = createPool(url, options);
-  // Statements go as named prepared statements, parsed and planned once per connection (prepared-statements.ts),
-  // unless the operator turned them off (a pooler that does not keep them).
-  const dialect = new PostgresDialect({ pool: options.preparedStatements === false ? pool : preparedStatementsPool(pool, options.statementNames) });
-  const db = new Kysely<Database>({ dialect: guardedDialect(dialect, postgresUnavailable) });
+  const db = postgresQueryBuilder(url, options);
   try {
     await migrateLocked(db);
   } catch (err) {
