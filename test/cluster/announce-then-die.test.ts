@@ -1,9 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cluster } from '../helpers/cluster.js';
-import { createSigner, purposeOf, settleCode, type Signer, signOnHeldNode } from '../helpers/cluster-flows.js';
+import type { Cluster } from '../helpers/cluster.js';
+import { purposeOf, settleCode, type Signer, signOnHeldNode } from '../helpers/cluster-flows.js';
+import { startHeldCluster, type HeldCluster } from '../helpers/held-cluster.js';
 import { startRedisCluster, type RedisClusterServer } from '../helpers/redis-cluster.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
@@ -23,21 +22,22 @@ let dir: string;
 let signer: Signer;
 const mark = () => join(dir, 'held');
 
+let held: HeldCluster | undefined;
+
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tabwire-announce-die-'));
   shards = await startRedisCluster(3);
-  cluster = await Cluster.start({
+  held = await startHeldCluster({
     nodes: 3,
     env: { TABWIRE_REDIS_CLUSTER_URLS: shards.urls.join(',') },
-    nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-before-announce.mjs')] : []),
-    nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_BEFORE_ANNOUNCE_MARK: mark() } : {}),
+    dirPrefix: 'tabwire-announce-die-',
+    fixture: 'test/fixtures/hold-before-announce.mjs',
+    fixtureEnv: (at) => ({ HOLD_BEFORE_ANNOUNCE_MARK: join(at, 'held') }),
   });
-  signer = await createSigner(cluster, dir);
+  ({ cluster, dir, signer } = held);
 }, 180_000);
 afterAll(async () => {
-  await cluster?.stop();
+  await held?.stop();
   await shards?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 const results = (tab: TestTab) => tab.events.filter((e) => e.type === 'SignatureReceived' || e.type === 'SignatureRejected');

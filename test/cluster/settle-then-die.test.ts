@@ -1,11 +1,11 @@
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { existsSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { announcedAt as markOf } from '../helpers/announced-at.js';
-import { Cluster } from '../helpers/cluster.js';
-import { createSigner, on, purposeOf, requestSignUrl, settleCode, type Signer, signOnHeldNode } from '../helpers/cluster-flows.js';
+import type { Cluster } from '../helpers/cluster.js';
+import { on, purposeOf, requestSignUrl, settleCode, type Signer, signOnHeldNode } from '../helpers/cluster-flows.js';
+import { startHeldCluster, type HeldCluster } from '../helpers/held-cluster.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
@@ -24,18 +24,19 @@ const mark = () => join(dir, 'held');
 /** Where node 1's fixture holds it (HOLD_STEP): read when the node starts. */
 let holdStep: 'settle' | 'mark' = 'settle';
 
+let held: HeldCluster | undefined;
+
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tabwire-settle-die-'));
-  cluster = await Cluster.start({
+  held = await startHeldCluster({
     nodes: 3,
-    nodeArgs: (index) => (index === 0 ? ['--import', resolve('test/fixtures/hold-after-settle.mjs')] : []),
-    nodeEnv: (index): Record<string, string> => (index === 0 ? { HOLD_AFTER_SETTLE_MARK: mark(), HOLD_STEP: holdStep } : {}),
+    dirPrefix: 'tabwire-settle-die-',
+    fixture: 'test/fixtures/hold-after-settle.mjs',
+    fixtureEnv: (at) => ({ HOLD_AFTER_SETTLE_MARK: join(at, 'held'), HOLD_STEP: holdStep }),
   });
-  signer = await createSigner(cluster, dir);
+  ({ cluster, dir, signer } = held);
 }, 120_000);
 afterAll(async () => {
-  await cluster?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await held?.stop();
 });
 
 const results = (tab: TestTab) => tab.events.filter((e) => e.type === 'SignatureReceived' || e.type === 'SignatureRejected');

@@ -1,12 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { FLIGHTS_LIMIT } from '../../src/quicklogin/published-marks.js';
 import { announcedAt as markOf } from '../helpers/announced-at.js';
-import { Cluster } from '../helpers/cluster.js';
-import { createSigner, on, purposeOf, requestSignUrl, type Signer } from '../helpers/cluster-flows.js';
+import type { Cluster } from '../helpers/cluster.js';
+import { on, purposeOf, requestSignUrl, type Signer } from '../helpers/cluster-flows.js';
+import { startHeldCluster, type HeldCluster } from '../helpers/held-cluster.js';
 import { TestTab } from '../helpers/tab.js';
 import { until } from '../helpers/until.js';
 
@@ -23,18 +23,19 @@ let dir: string;
 let signer: Signer;
 const held = () => join(dir, 'held');
 
+let started: HeldCluster | undefined;
+
 beforeAll(async () => {
-  dir = mkdtempSync(join(tmpdir(), 'tabwire-stop-marks-'));
-  cluster = await Cluster.start({
+  started = await startHeldCluster({
     nodes: 1,
-    nodeArgs: () => ['--import', resolve('test/fixtures/hold-after-settle.mjs')],
-    nodeEnv: (): Record<string, string> => ({ HOLD_AFTER_SETTLE_MARK: held(), HOLD_STEP: 'mark-until-term' }),
+    dirPrefix: 'tabwire-stop-marks-',
+    fixture: 'test/fixtures/hold-after-settle.mjs',
+    fixtureEnv: (at) => ({ HOLD_AFTER_SETTLE_MARK: join(at, 'held'), HOLD_STEP: 'mark-until-term' }),
   });
-  signer = await createSigner(cluster, dir);
+  ({ cluster, dir, signer } = started);
 }, 120_000);
 afterAll(async () => {
-  await cluster?.stop();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  await started?.stop();
 });
 
 const heldCount = () => (existsSync(held()) ? Number(readFileSync(held(), 'utf8')) : 0);
