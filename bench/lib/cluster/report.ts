@@ -59,13 +59,38 @@ function qrSummary(rounds: QrRound[], label: string) {
   return { mine, rate: rates.reduce((s, v) => s + v, 0) / rates.length, count, other: Math.max(...mine.map((r) => r.window.otherPercent)) };
 }
 
+/** A part of the report: its sections, and the budgets and measurements it decides. */
+interface Part {
+  sections: BenchReport['sections'];
+  budgets?: BudgetCheck[];
+  measurements?: Measurement[];
+}
+
+/** The QR rounds of each side, summarised once: sections 3, 4 and 5 read them. */
+interface QrSummaries {
+  embedded: ReturnType<typeof qrSummary>;
+  one: ReturnType<typeof qrSummary>;
+  two: ReturnType<typeof qrSummary>;
+}
+
+const disturbed = (w: Window): string | undefined => (w.otherPercent > OTHER_CPU_LIMIT ? `other processes used ${w.otherPercent.toFixed(0)}% of a core` : undefined);
+
 export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion: string; redisShards: number }, idleBefore: number): Omit<BenchReport, 'title'> {
+  const qr: QrSummaries = { embedded: qrSummary(e.qr, 'embedded node'), one: qrSummary(c.qr, '1 cluster node (A)'), two: qrSummary(c.qr, '2 cluster nodes (A+B)') };
+  const parts = [latencyPart(e, c), idlePart(e, c, infra.redisShards), qrPart(e, c, qr), costsPart(e, c, infra.redisShards, qr), capacityPart(c, qr)];
+  return {
+    context: contextLines(infra, idleBefore),
+    sections: parts.flatMap((p) => p.sections),
+    measurements: parts.flatMap((p) => p.measurements ?? []),
+    budgets: parts.flatMap((p) => p.budgets ?? []),
+  };
+}
+
+/** 1. Signature -> tab and hub.deliver latency, and the routing count. */
+function latencyPart(e: Side, c: Side): Part {
   const sections: BenchReport['sections'] = [];
   const budgets: BudgetCheck[] = [];
   const measurements: Measurement[] = [];
-  const disturbed = (w: Window): string | undefined => (w.otherPercent > OTHER_CPU_LIMIT ? `other processes used ${w.otherPercent.toFixed(0)}% of a core` : undefined);
-
-  // 1. Latency.
   const same = c.sameLoad!;
   const latencyLines = table(
     ['path', 'events', 'p50', 'p90', 'p99', 'max', 'node CPU', 'loop p99/max, GC max', 'other', 'note'],
@@ -120,7 +145,11 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
     { key: 'embedded.signature.p99', label: 'signature -> tab, embedded', rate: LOGIN_RATE, unit: 'login', count: e.login.latency.count, windowMs: e.login.window.ms, latencyMs: { p50: e.login.latency.p50, p99: e.login.latency.p99, max: e.login.latency.max }, otherCpuPercent: e.login.window.otherPercent },
   );
 
-  // 2. Idle tabs and memory.
+  return { sections, budgets, measurements };
+}
+
+/** 2. Idle tabs: memory, CPU, Redis and PostgreSQL while they wait, the binding refresh; the budget of holding them. */
+function idlePart(e: Side, c: Side, redisShards: number): Part {
   const memRows = [...e.memory.map((m) => ({ ...m, side: 'embedded' })), ...c.memory.map((m) => ({ ...m, side: 'cluster' }))].map((m) => [
     m.node,
     fmt(m.tabs),
@@ -136,7 +165,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
   const redisIdleCpu = c.idle.cpuMicros.get('redis') ?? 0;
   const pgIdleCpu = c.idle.cpuMicros.get('postgres') ?? 0;
   const br = c.bindingRefresh!;
-  sections.push({
+  const section = {
     heading: `2. Idle tabs (WebSocket, Ping every ${PING_MS / 1000} s): ${fmt(c.idleTabs)} on 2 cluster nodes, ${fmt(e.idleTabs)} on the embedded node`,
     lines: [
       ...table(['node', 'tabs', 'RSS at 0', 'RSS with tabs', 'RSS/tab', '(heap+ext/tab)'], memRows),
@@ -149,7 +178,7 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
         [
           ['embedded node', pct(cpuPercent(e.idle, 'node')), `${perThousand(e, 'node').toFixed(2)}%`, num(((e.idle.cpuMicros.get('node') ?? 0) / e.idleTabs) / (e.idle.ms / 1000))],
           ...c.nodeNames.map((n) => [`cluster ${n}`, pct(cpuPercent(c.idle, n)), `${perThousand(c, n).toFixed(2)}%`, num(((c.idle.cpuMicros.get(n) ?? 0) / (c.idleTabs / 2)) / idleSeconds)]),
-          [infra.redisShards > 0 ? `redis (1 + ${infra.redisShards} shards)` : 'redis', pct(cpuPercent(c.idle, 'redis')), `${((cpuPercent(c.idle, 'redis') / c.idleTabs) * 1000).toFixed(3)}%`, num(redisIdleCpu / c.idleTabs / idleSeconds, 3)],
+          [redisShards > 0 ? `redis (1 + ${redisShards} shards)` : 'redis', pct(cpuPercent(c.idle, 'redis')), `${((cpuPercent(c.idle, 'redis') / c.idleTabs) * 1000).toFixed(3)}%`, num(redisIdleCpu / c.idleTabs / idleSeconds, 3)],
           ['postgres', pct(cpuPercent(c.idle, 'postgres')), `${((cpuPercent(c.idle, 'postgres') / c.idleTabs) * 1000).toFixed(3)}%`, num(pgIdleCpu / c.idleTabs / idleSeconds, 3)],
           ['clients (both)', pct(cpuPercent(c.idle, 'clients')), '', ''],
         ],
@@ -164,19 +193,19 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       `PostgreSQL, idle: ${fmt(c.idle.pg ? sqlStatements(c.idle.pg.calls) : 0)} statements, ${fmt(c.idle.pg?.writeXacts ?? 0)} write transactions in the window`,
       `Binding refresh (every ${BINDING_REFRESH_S} s per node), run once on node A (${fmt(br.tabs)} tabs): ${ms(br.ms)} ms; PostgreSQL ${fmt(br.window.pg ? sqlStatements(br.window.pg.calls) : 0)} statements, ${ms((br.window.cpuMicros.get('postgres') ?? 0) / 1000)} ms CPU; Redis ${fmt(sumOf(br.window.sent))} commands sent (${[...br.window.sent].map(([k, v]) => `${k} ${fmt(v)}`).join(', ')}), ${ms((br.window.cpuMicros.get('redis') ?? 0) / 1000)} ms CPU; node A ${ms((br.window.cpuMicros.get('node A') ?? 0) / 1000)} ms CPU. Per tab per second at the default interval: PostgreSQL ${num((br.window.cpuMicros.get('postgres') ?? 0) / br.tabs / BINDING_REFRESH_S, 3)} µs, node ${num((br.window.cpuMicros.get('node A') ?? 0) / br.tabs / BINDING_REFRESH_S, 3)} µs, Redis ${num(1 / BINDING_REFRESH_S, 4)} commands`,
     ],
-  });
+  };
   const held = c.memory.every((m) => m.tabs === TABS) && c.closedByServer === 0;
-  budgets.push({
+  const heldBudget: BudgetCheck = {
     name: `2 cluster nodes hold ${fmt(TABS)} idle tabs each (near the ~20,000 open files a process may have here), none closed`,
     met: held,
     unreliable: disturbed(c.idle),
     detail: `${c.memory.map((m) => `${m.node}: ${fmt(m.tabs)} tabs, ${kib((m.rss - m.rss0) / m.tabs)}/tab`).join('; ')}; embedded node ${kib((e.memory[0]!.rss - e.memory[0]!.rss0) / TABS)}/tab; ${c.closedByServer} closed by a node`,
-  });
+  };
+  return { sections: [section], budgets: [heldBudget] };
+}
 
-  // 3. QR issuance.
-  const embeddedQr = qrSummary(e.qr, 'embedded node');
-  const one = qrSummary(c.qr, '1 cluster node (A)');
-  const two = qrSummary(c.qr, '2 cluster nodes (A+B)');
+/** 3. QR issuance on the embedded node, one and two cluster nodes. */
+function qrPart(e: Side, c: Side, { embedded: embeddedQr, one, two }: QrSummaries): Part {
   const qrRows = [...e.qr, ...c.qr].map((r, i) => {
     const side = i < e.qr.length ? e : c;
     const w = r.window;
@@ -196,15 +225,24 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
       `${pct(w.otherPercent)}${w.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`,
     ];
   });
-  sections.push({
-    heading: `3. QR issuance: POST /QuickLogin {serviceId:'', tab, mode:'text', purpose} with the tab's cookie and Origin, ${QR.connections} keep-alive connections, ${QR.warmupMs / 1000} s warm-up + ${QR.durationMs / 1000} s per round, ${QR.rounds} rounds each, alternating`,
-    lines: [
-      ...table(['load on', 'req/s', 'p50 ms', 'p99 ms', 'node CPU', 'redis', 'postgres', 'load gen', 'node µs/req', 'redis µs/req', 'pg µs/req', 'other'], qrRows),
-      `2 cluster nodes / 1 cluster node: ${(two.rate / one.rate).toFixed(2)}x (${fmt(two.rate)} vs ${fmt(one.rate)} req/s, means of ${QR.rounds} rounds); embedded node ${fmt(embeddedQr.rate)} req/s. No budget: both cores are shared with the load generator, Redis and PostgreSQL (other processes: up to ${Math.max(one.other, two.other).toFixed(0)}% of a core).`,
-      'All processes share 2 cores: the load generator (this process), both nodes, Redis, PostgreSQL and the idle tabs\' clients. µs/req: CPU in the window minus the idle rate over the same time, per request.',
+  return {
+    sections: [
+      {
+        heading: `3. QR issuance: POST /QuickLogin {serviceId:'', tab, mode:'text', purpose} with the tab's cookie and Origin, ${QR.connections} keep-alive connections, ${QR.warmupMs / 1000} s warm-up + ${QR.durationMs / 1000} s per round, ${QR.rounds} rounds each, alternating`,
+        lines: [
+          ...table(['load on', 'req/s', 'p50 ms', 'p99 ms', 'node CPU', 'redis', 'postgres', 'load gen', 'node µs/req', 'redis µs/req', 'pg µs/req', 'other'], qrRows),
+          `2 cluster nodes / 1 cluster node: ${(two.rate / one.rate).toFixed(2)}x (${fmt(two.rate)} vs ${fmt(one.rate)} req/s, means of ${QR.rounds} rounds); embedded node ${fmt(embeddedQr.rate)} req/s. No budget: both cores are shared with the load generator, Redis and PostgreSQL (other processes: up to ${Math.max(one.other, two.other).toFixed(0)}% of a core).`,
+          'All processes share 2 cores: the load generator (this process), both nodes, Redis, PostgreSQL and the idle tabs\' clients. µs/req: CPU in the window minus the idle rate over the same time, per request.',
+        ],
+      },
     ],
-  });
-  // 4. Per-operation costs in Redis and PostgreSQL.
+  };
+}
+
+/** 4. Redis commands and PostgreSQL statements per operation. */
+function costsPart(e: Side, c: Side, redisShards: number, { one, two }: QrSummaries): Part {
+  const idleSeconds = c.idle.ms / 1000;
+  const redisIdleCalls = c.idle.redis ? sumOf(c.idle.redis.calls) : 0;
   const issued = c.login.issued;
   const lw = c.login.window;
   const reg = c.open.window;
@@ -222,53 +260,65 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
   const idleHoldsPerTabSecond = brokerRefresh(c.idle.sent) / c.idleTabs / idleSeconds;
   // Commands Redis executes per presence refresh of one tab (the script and those inside it): idle Redis does nothing else.
   const callsPerHold = brokerRefresh(c.idle.sent) > 0 ? redisIdleCalls / brokerRefresh(c.idle.sent) : 0;
-  sections.push({
-    heading: `4. Redis commands and PostgreSQL statements per operation (cluster; presence refreshes left out of the per-request columns)${infra.redisShards > 0 ? `; Redis: the one Redis and the ${infra.redisShards} shards of the streams' Redis Cluster, summed` : ''}`,
-    lines: [
-      ...sentTable([
-        { label: 'per Register', per: c.open.tabs, sent: withoutRefresh(reg.sent) },
-        { label: 'per QR req (codes for logins)', per: issued.count, sent: withoutRefresh(issued.window.sent) },
-        { label: 'per QR req (throughput)', per: qrCount, sent: withoutRefresh(qrSent) },
-        { label: 'per login', per: c.login.logins, sent: withoutRefresh(lw.sent) },
-        { label: 'per idle tab per s', per: c.idleTabs * idleSeconds, sent: c.idle.sent },
-      ]),
-      '',
-      ...redisTable([
-        { label: 'per Register', per: c.open.tabs, calls: reg.redis?.calls ?? new Map() },
-        { label: 'per login', per: c.login.logins, calls: lw.redis?.calls ?? new Map() },
-      ]),
-      '',
-      ...sqlTable([
-        { label: 'per Register', per: c.open.tabs, calls: reg.pg?.calls ?? new Map() },
-        { label: 'per QR req (codes for logins)', per: issued.count, calls: issued.window.pg?.calls ?? new Map() },
-        { label: 'per QR req (throughput)', per: qrCount, calls: qrCalls },
-        { label: 'per login', per: c.login.logins, calls: lw.pg?.calls ?? new Map() },
-      ]),
-      '',
-      ...table(
-        ['per operation', 'embedded node CPU µs', 'cluster node CPU µs', 'Redis cmds executed', 'Redis CPU µs', 'PG write xacts', 'WAL bytes', 'PG CPU µs'],
-        [
-          ['Register (ramp, both nodes)', e.open.window, e.open.tabs, reg, c.open.tabs] as const,
-          ['QR request (the throughput rounds)', mergeWindows(e.qr.map((r) => r.window)), e.qr.reduce((n, r) => n + r.result.count, 0), mergeWindows(c.qr.map((r) => r.window)), qrCount] as const,
-          ['login: GET signUrl + signed POST + event', e.login.window, e.login.logins, lw, c.login.logins] as const,
-        ].map(([label, ew, eper, w, per]) => [
-          label,
-          num(beyondIdle(e, ew, 'nodes') / eper, 0),
-          num(beyondIdle(c, w, 'nodes') / per, 0),
-          num((w.redis ? Math.max(0, sumOf(w.redis.calls) - brokerRefresh(w.sent) * callsPerHold) : 0) / per, 1),
-          num(beyondIdle(c, w, 'redis') / per, 1),
-          num((w.pg?.writeXacts ?? 0) / per),
-          num((w.pg?.walBytes ?? 0) / per, 0),
-          num(beyondIdle(c, w, 'postgres') / per, 1),
-        ]),
-      ),
-      `Redis cmds executed: INFO commandstats, every command including those inside scripts, minus ${num(callsPerHold, 1)} per presence refresh (twHold) in the window (the idle window's ratio). Presence refresh: ${num(idleHoldsPerTabSecond, 4)} twHold per tab per second (1 per ${PRESENCE_REFRESH_S} s).`,
-      'CPU µs: the window\'s CPU minus the idle rate over the same time, per operation (small windows on a shared machine: indicative).',
-      ...(infra.redisShards > 0 ? ['', ...redisSpreadLines(c)] : []),
+  return {
+    sections: [
+      {
+        heading: `4. Redis commands and PostgreSQL statements per operation (cluster; presence refreshes left out of the per-request columns)${redisShards > 0 ? `; Redis: the one Redis and the ${redisShards} shards of the streams' Redis Cluster, summed` : ''}`,
+        lines: [
+          ...sentTable([
+            { label: 'per Register', per: c.open.tabs, sent: withoutRefresh(reg.sent) },
+            { label: 'per QR req (codes for logins)', per: issued.count, sent: withoutRefresh(issued.window.sent) },
+            { label: 'per QR req (throughput)', per: qrCount, sent: withoutRefresh(qrSent) },
+            { label: 'per login', per: c.login.logins, sent: withoutRefresh(lw.sent) },
+            { label: 'per idle tab per s', per: c.idleTabs * idleSeconds, sent: c.idle.sent },
+          ]),
+          '',
+          ...redisTable([
+            { label: 'per Register', per: c.open.tabs, calls: reg.redis?.calls ?? new Map() },
+            { label: 'per login', per: c.login.logins, calls: lw.redis?.calls ?? new Map() },
+          ]),
+          '',
+          ...sqlTable([
+            { label: 'per Register', per: c.open.tabs, calls: reg.pg?.calls ?? new Map() },
+            { label: 'per QR req (codes for logins)', per: issued.count, calls: issued.window.pg?.calls ?? new Map() },
+            { label: 'per QR req (throughput)', per: qrCount, calls: qrCalls },
+            { label: 'per login', per: c.login.logins, calls: lw.pg?.calls ?? new Map() },
+          ]),
+          '',
+          ...table(
+            ['per operation', 'embedded node CPU µs', 'cluster node CPU µs', 'Redis cmds executed', 'Redis CPU µs', 'PG write xacts', 'WAL bytes', 'PG CPU µs'],
+            [
+              ['Register (ramp, both nodes)', e.open.window, e.open.tabs, reg, c.open.tabs] as const,
+              ['QR request (the throughput rounds)', mergeWindows(e.qr.map((r) => r.window)), e.qr.reduce((n, r) => n + r.result.count, 0), mergeWindows(c.qr.map((r) => r.window)), qrCount] as const,
+              ['login: GET signUrl + signed POST + event', e.login.window, e.login.logins, lw, c.login.logins] as const,
+            ].map(([label, ew, eper, w, per]) => [
+              label,
+              num(beyondIdle(e, ew, 'nodes') / eper, 0),
+              num(beyondIdle(c, w, 'nodes') / per, 0),
+              num((w.redis ? Math.max(0, sumOf(w.redis.calls) - brokerRefresh(w.sent) * callsPerHold) : 0) / per, 1),
+              num(beyondIdle(c, w, 'redis') / per, 1),
+              num((w.pg?.writeXacts ?? 0) / per),
+              num((w.pg?.walBytes ?? 0) / per, 0),
+              num(beyondIdle(c, w, 'postgres') / per, 1),
+            ]),
+          ),
+          `Redis cmds executed: INFO commandstats, every command including those inside scripts, minus ${num(callsPerHold, 1)} per presence refresh (twHold) in the window (the idle window's ratio). Presence refresh: ${num(idleHoldsPerTabSecond, 4)} twHold per tab per second (1 per ${PRESENCE_REFRESH_S} s).`,
+          'CPU µs: the window\'s CPU minus the idle rate over the same time, per operation (small windows on a shared machine: indicative).',
+          ...(redisShards > 0 ? ['', ...redisSpreadLines(c)] : []),
+        ],
+      },
     ],
-  });
+  };
 
-  // 5. The capacity estimate's shared-store bill at this run's costs.
+}
+
+/** 5. The capacity estimate's shared-store bill at this run's costs. */
+function capacityPart(c: Side, { one }: QrSummaries): Part {
+  const idleSeconds = c.idle.ms / 1000;
+  const issued = c.login.issued;
+  const br = c.bindingRefresh!;
+  const lw = c.login.window;
+  const reg = c.open.window;
   const perOp = (w: Window, per: number, probe: 'redis' | 'postgres'): number => (per > 0 ? beyondIdle(c, w, probe) / per : Number.NaN);
   const oneNodeQr = mergeWindows(one.mine.map((r) => r.window));
   const oneNodeCount = one.mine.reduce((n, r) => n + r.result.count, 0);
@@ -281,21 +331,17 @@ export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion
   });
   const bindingPg = (br.window.cpuMicros.get('postgres') ?? 0) / br.tabs / BINDING_REFRESH_S;
   const capacity = capacityEstimate(costs('redis', 0), costs('postgres', bindingPg), [c.idle, reg, lw, issued.window].map(disturbed).find((d) => d !== undefined));
-  sections.push({ heading: capacity.lines[0]!, lines: capacity.lines.slice(1) });
-  budgets.push(...capacity.budgets);
+  return { sections: [{ heading: capacity.lines[0]!, lines: capacity.lines.slice(1) }], budgets: capacity.budgets };
 
-  return {
-    context: [
-      machineLine(),
-      `tabwire: ${revision()}`,
-      `PostgreSQL ${infra.pgVersion} (defaults: fsync and synchronous_commit on; pg_stat_statements loaded), Redis ${infra.redisVersion} (no persistence)${infra.redisShards > 0 ? ` and a Redis Cluster of ${infra.redisShards} primaries (no replicas, cluster-require-full-coverage no) holding the event streams, presence and announcements (redisClusterUrls; the rest on the one Redis, whose PINGs the idle section times)` : ''}, all private on loopback; libraries: ioredis ${versionOf('ioredis')}, pg ${versionOf('pg')}, ws ${versionOf('ws')}`,
-      `nodes: bench/servers/channel-tabwire.ts (buildApp, log silent, --expose-gc); cluster nodes share publicBaseUrl, PostgreSQL and Redis; the embedded node has its own SQLite file and the memory broker`,
-      `tabs: ${fmt(TABS)} per node (open-file limit here ${openFilesLimit()} per process), each its own session (cookie from the 101), Ping every ${PING_MS / 1000} s; one clients process per node`,
-      `idle check before the run: other processes used ${idleBefore.toFixed(0)}% of a core; load average at the end ${loadavg().map((v) => v.toFixed(1)).join(' ')}`,
-    ],
-    sections,
-    measurements,
-    budgets,
-  };
 }
 
+function contextLines(infra: { pgVersion: string; redisVersion: string; redisShards: number }, idleBefore: number): string[] {
+  return [
+    machineLine(),
+    `tabwire: ${revision()}`,
+    `PostgreSQL ${infra.pgVersion} (defaults: fsync and synchronous_commit on; pg_stat_statements loaded), Redis ${infra.redisVersion} (no persistence)${infra.redisShards > 0 ? ` and a Redis Cluster of ${infra.redisShards} primaries (no replicas, cluster-require-full-coverage no) holding the event streams, presence and announcements (redisClusterUrls; the rest on the one Redis, whose PINGs the idle section times)` : ''}, all private on loopback; libraries: ioredis ${versionOf('ioredis')}, pg ${versionOf('pg')}, ws ${versionOf('ws')}`,
+    `nodes: bench/servers/channel-tabwire.ts (buildApp, log silent, --expose-gc); cluster nodes share publicBaseUrl, PostgreSQL and Redis; the embedded node has its own SQLite file and the memory broker`,
+    `tabs: ${fmt(TABS)} per node (open-file limit here ${openFilesLimit()} per process), each its own session (cookie from the 101), Ping every ${PING_MS / 1000} s; one clients process per node`,
+    `idle check before the run: other processes used ${idleBefore.toFixed(0)}% of a core; load average at the end ${loadavg().map((v) => v.toFixed(1)).join(' ')}`,
+  ];
+}
