@@ -19,30 +19,40 @@ export function procCpuMicros(pid: number): number {
 }
 
 /**
- * CPU (µs) of a process and its direct children (PostgreSQL's postmaster and its backends), counting
- * children that have exited since with what they had used when last seen (a pool closes idle
- * connections, and their backends exit: without this the total would drop).
+ * CPU (µs) of a process and its direct children (PostgreSQL's postmaster, its backends, autovacuum workers and
+ * background processes). Children that have exited count through the root's own `cutime` + `cstime`: the CPU of
+ * the children it has waited for, which the postmaster does as soon as one exits. A short-lived child (an
+ * autovacuum worker, a backend of a connection the pool closed) is thus counted even when it started and ended
+ * between two reads.
  */
 export class TreeCpu {
-  private readonly seen = new Map<number, number>();
-
   constructor(private readonly root: number) {}
 
-  /** The total so far: the root and its live children read now, exited children as last seen. */
+  /** The total so far: the root with its exited children, and its live children, read now. */
   read(): number {
-    this.seen.set(this.root, procCpuMicros(this.root) || (this.seen.get(this.root) ?? 0));
+    let total = cpuWithExitedChildren(this.root);
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       try {
         const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        if (Number(fields[1]) === this.root) this.seen.set(Number(name), (Number(fields[11]) + Number(fields[12])) * TICK_MICROS);
+        // A child that has exited but is not yet waited for (a zombie) still shows its CPU here.
+        if (Number(fields[1]) === this.root) total += (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
       } catch {
-        // exited meanwhile: its last reading stays
+        // exited meanwhile: the root's cutime has it once it is waited for
       }
     }
-    let total = 0;
-    for (const v of this.seen.values()) total += v;
     return total;
+  }
+}
+
+/** user + system CPU (µs) of a process and of the children it has waited for (utime, stime, cutime, cstime). */
+function cpuWithExitedChildren(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MICROS;
+  } catch {
+    return 0;
   }
 }
