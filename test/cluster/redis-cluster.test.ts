@@ -9,6 +9,7 @@ import { privateKeyFromPem } from '../../src/identity/keys.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { QuickLoginResult } from '../../src/protocol/events.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
+import { announcedAt } from '../helpers/announced-at.js';
 import { postgresDatabase } from '../helpers/backends.js';
 import { inHoldWindow } from '../helpers/hold-window.js';
 import { post, registered } from '../helpers/http.js';
@@ -67,6 +68,14 @@ async function slotOwners(): Promise<number[]> {
 /** The shard that owns `key` (or a sharded channel's name). */
 const shardOf = async (key: string): Promise<number> => owner[Number(await direct[0]!.call('CLUSTER', 'KEYSLOT', key))]!;
 
+/** Redis's id of shard i (`CLUSTER MYID`), as `CLUSTER SETSLOT` names a shard. */
+const nodeIdOf = async (i: number): Promise<string> => String(await direct[i]!.call('CLUSTER', 'MYID'));
+const portOf = (i: number): number => Number(new URL(shards.urls[i]!).port);
+/** How many commands shard i refused with TRYAGAIN so far (`INFO errorstats`). */
+const tryAgains = async (i: number): Promise<number> => Number(/errorstat_TRYAGAIN:count=(\d+)/.exec(String(await direct[i]!.call('INFO', 'errorstats')))?.[1] ?? 0);
+/** Moves `keys` from shard `from` to shard `to` (`MIGRATE`, as `redis-cli --cluster reshard` does). */
+const migrateKeys = (from: number, to: number, keys: readonly string[]) => direct[from]!.call('MIGRATE', '127.0.0.1', portOf(to), '', 0, 5_000, 'KEYS', ...keys);
+const keysInSlot = async (i: number, slot: number): Promise<string[]> => (await direct[i]!.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
 const nodeId = (node: TestService): string => (node.app.tabwire.hub as unknown as { settings: { node: string } }).settings.node;
 const addressOf = async (node: TestService, tab: TestTab): Promise<TabAddress> => ({ tabId: tab.tabId, session: (await node.store.tabs.sessionOf(tab.tabId))! });
 const metaKey = (to: TabAddress): string => `${prefix}t:{${to.session}:${to.tabId}}:m`;
@@ -217,6 +226,56 @@ describe('streams and presence on a Redis Cluster', () => {
     expect(events.map(n)).toEqual(['away', 'window1', 'window2', 'after']);
     expect(events.map((f) => f.id)).toEqual(events.map((_, k) => first.id + 1 + k));
     moved.close();
+  });
+
+  it('a tab\'s slot moving to another shard, stopped halfway while a login\'s result is published: the page gets the result once, and later events in order', async () => {
+    const [one, two, three] = nodes;
+    const ada = await makeIdentity(one, { FIRST: 'Ada' });
+    const tab = await TestTab.open(one.wsUrl);
+    await registered(one, tab.tabId);
+    const address = await addressOf(one, tab);
+    await two.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: 'before' } });
+    const before = await tab.next('Routed');
+
+    // A live re-shard, as adding a primary brings (redis.io "Scaling with Redis Cluster"), of the tab's slot,
+    // held halfway: the tab's meta key has moved to the target, its stream and presence have not. A script over
+    // those keys is then refused at the source with TRYAGAIN (some keys there, some not) until the move ends.
+    const slot = Number(await direct[0]!.call('CLUSTER', 'KEYSLOT', metaKey(address)));
+    const from = owner[slot]!;
+    const to = (from + 1) % 3;
+    const [fromId, toId] = [await nodeIdOf(from), await nodeIdOf(to)];
+    await direct[to]!.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', fromId);
+    await direct[from]!.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', toId);
+    await migrateKeys(from, to, [metaKey(address)]);
+    const refusedBefore = await tryAgains(from);
+
+    const qr = await post(two, '/QuickLogin', { mode: 'text', purpose: 'Mid-move', serviceId: '', tab: tab.tabId }, { cookie: tab.cookie });
+    expect(qr.status).toBe(200);
+    const signUrl = three.baseUrl + new URL(qr.body.signUrl as string).pathname;
+    const info = await fetchSignInfo(signUrl);
+    const decided = postDecision(signUrl, info, ada.identity.id, privateKeyFromPem(ada.privateKeyPem), 'approve');
+    await until(async () => (await tryAgains(from)) > refusedBefore, 'the result\'s append refused (TRYAGAIN) while the slot is split');
+    // The signing app's answer while the slot is still split: its decision is taken whatever Redis says.
+    expect((await decided).state).toBe('approved');
+
+    // The move ends: the other keys follow, and every primary learns the slot's new owner.
+    for (let keys = await keysInSlot(from, slot); keys.length > 0; keys = await keysInSlot(from, slot)) await migrateKeys(from, to, keys);
+    for (const i of [to, from, 3 - from - to]) await direct[i]!.call('CLUSTER', 'SETSLOT', slot, 'NODE', toId);
+    owner = await slotOwners();
+    expect(owner[slot]).toBe(to);
+
+    const result = await tab.next('SignatureReceived');
+    expect((result.data as QuickLoginResult).Properties).toMatchObject({ FIRST: 'Ada' });
+    // Once the result is marked published nothing publishes it again (the result outbox sends only unmarked
+    // ones), so a copy would come before the marker.
+    await until(async () => (await announcedAt({ databaseUrl }, info.code)) !== null, 'the result marked published');
+    await two.app.tabwire.hub.deliver(address, { type: 'Routed', data: { n: 'after' } });
+    const events = await tab.received(3);
+    // Exactly once each, in order, with the stream's ids going on from before the move.
+    expect(events.map((e) => e.type)).toEqual(['Routed', 'SignatureReceived', 'Routed']);
+    expect(events.map((e) => e.id)).toEqual([before.id, before.id + 1, before.id + 2]);
+    expect(await direct[to]!.exists(metaKey(address))).toBe(1);
+    tab.close();
   });
 
   it('a node whose sharded subscription was cut reads its tabs\' streams once it is subscribed again: nothing published meanwhile is lost', async () => {
