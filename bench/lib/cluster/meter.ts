@@ -23,7 +23,7 @@ export interface Window {
   otherPercent: number;
   /** Summed over every Redis process read (the one Redis and the cluster's shards); `parts` each one's share. */
   redis?: { calls: Map<string, number>; cpuMicros: number; memory: number; keys: number; parts?: RedisPart[] };
-  pg?: { calls: Map<string, number>; writeXacts: number; cpuMicros: number; walBytes: number; walSyncs: number; walSyncMs: number };
+  pg?: { calls: Map<string, number>; writeXacts: number; cpuMicros: number; cpuByKind: Map<string, number>; walBytes: number; walSyncs: number; walSyncMs: number };
   /** Commands the nodes sent to Redis, by kind, summed over the nodes. */
   sent: Map<string, number>;
 }
@@ -84,6 +84,7 @@ const pgDelta = (a: PgReading, b: PgReading) => ({
   calls: deltaOf(a.calls, b.calls),
   writeXacts: b.writeXacts - a.writeXacts,
   cpuMicros: b.cpuMicros - a.cpuMicros,
+  cpuByKind: deltaOf(a.cpuByKind, b.cpuByKind),
   walBytes: b.walBytes - a.walBytes,
   walSyncs: b.walSyncs - a.walSyncs,
   walSyncMs: b.walSyncMs - a.walSyncMs,
@@ -134,8 +135,9 @@ export function mergeWindows(windows: readonly Window[]): Window {
       }
     }
     if (w.pg) {
-      out.pg ??= { calls: new Map(), writeXacts: 0, cpuMicros: 0, walBytes: 0, walSyncs: 0, walSyncMs: 0 };
+      out.pg ??= { calls: new Map(), writeXacts: 0, cpuMicros: 0, cpuByKind: new Map(), walBytes: 0, walSyncs: 0, walSyncMs: 0 };
       addInto(out.pg.calls, w.pg.calls);
+      addInto(out.pg.cpuByKind, w.pg.cpuByKind);
       out.pg.writeXacts += w.pg.writeXacts;
       out.pg.cpuMicros += w.pg.cpuMicros;
       out.pg.walBytes += w.pg.walBytes;

@@ -304,12 +304,33 @@ function costsPart(e: Side, c: Side, redisShards: number, { one, two }: QrSummar
           ),
           `Redis cmds executed: INFO commandstats, every command including those inside scripts, minus ${num(callsPerHold, 1)} per presence refresh (twHold) in the window (the idle window's ratio). Presence refresh: ${num(idleHoldsPerTabSecond, 4)} twHold per tab per second (1 per ${PRESENCE_REFRESH_S} s).`,
           'CPU µs: the window\'s CPU minus the idle rate over the same time, per operation (small windows on a shared machine: indicative).',
+          ...pgByProcessLines(c, [
+            { label: 'per Register', w: reg, per: c.open.tabs },
+            { label: 'per login', w: lw, per: c.login.logins },
+          ]),
           ...(redisShards > 0 ? ['', ...redisSpreadLines(c)] : []),
         ],
       },
     ],
   };
 
+}
+
+/**
+ * Where PostgreSQL's CPU of an operation went, by kind of process, beyond the idle window's rate of each.
+ * A process that exited in the window (an autovacuum worker, a closed connection's backend) counts whole
+ * under the postmaster's exited children, and a backend that exited leaves its earlier CPU there too: the
+ * split is indicative, the total exact.
+ */
+function pgByProcessLines(c: Side, ops: { label: string; w: Window; per: number }[]): string[] {
+  const idle = c.idle.pg?.cpuByKind ?? new Map<string, number>();
+  const kinds = [...new Set(ops.flatMap(({ w }) => [...(w.pg?.cpuByKind.keys() ?? [])]))].sort();
+  if (kinds.length === 0) return [];
+  const rows = ops.map(({ label, w, per }) => [
+    label,
+    ...kinds.map((k) => num(((w.pg?.cpuByKind.get(k) ?? 0) - ((idle.get(k) ?? 0) / c.idle.ms) * w.ms) / per, 1)),
+  ]);
+  return ['', 'PostgreSQL CPU µs by process, beyond the idle rate of each (indicative split, exact total):', ...table(['operation', ...kinds], rows)];
 }
 
 /** 5. The capacity estimate's shared-store bill at this run's costs. */

@@ -30,21 +30,36 @@ export class TreeCpu {
 
   /** The total so far: the root with its exited children, and its live children, read now. */
   read(): number {
-    let total = cpuWithExitedChildren(this.root);
+    let total = 0;
+    for (const v of this.readParts(() => '').values()) total += v;
+    return total;
+  }
+
+  /**
+   * The same total split by `kindOf(title)` of each live child (its command line, which PostgreSQL sets to
+   * what the process does); the root and the children it has waited for come under ROOT_AND_EXITED.
+   */
+  readParts(kindOf: (title: string) => string): Map<string, number> {
+    const parts = new Map<string, number>([[ROOT_AND_EXITED, cpuWithExitedChildren(this.root)]]);
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       try {
         const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
         const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
         // A child that has exited but is not yet waited for (a zombie) still shows its CPU here.
-        if (Number(fields[1]) === this.root) total += (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
+        if (Number(fields[1]) !== this.root) continue;
+        const kind = kindOf(readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim());
+        parts.set(kind, (parts.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) * TICK_MICROS);
       } catch {
         // exited meanwhile: the root's cutime has it once it is waited for
       }
     }
-    return total;
+    return parts;
   }
 }
+
+/** The part of `TreeCpu.readParts` that is the root itself and every child it has waited for. */
+export const ROOT_AND_EXITED = 'root and exited children';
 
 /** user + system CPU (µs) of a process and of the children it has waited for (utime, stime, cutime, cstime). */
 function cpuWithExitedChildren(pid: number): number {

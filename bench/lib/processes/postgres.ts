@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import { startPostgres } from '../../../test/helpers/postgres.js';
+import { sumOf } from '../measure/counter-maps.js';
 import { TreeCpu } from '../measure/proc-cpu.js';
 
 /** Statement counts of one database since PostgreSQL started (pg_stat_statements; the benchmark's own reads left out). */
@@ -24,6 +25,8 @@ export interface PgReading {
   walSyncMs: number;
   /** CPU (µs) of the postmaster and all its processes. */
   cpuMicros: number;
+  /** The same by kind of process (`postgresProcessKind`), the postmaster with its exited children apart. */
+  cpuByKind: Map<string, number>;
   /** WAL bytes written so far (pg_current_wal_lsn). */
   walBytes: number;
 }
@@ -86,10 +89,12 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
           calls.set(row.query, (calls.get(row.query) ?? 0) + Number(row.calls));
         }
         const first = r.rows[0];
+        const cpuByKind = tree.readParts(postgresProcessKind);
         return {
           calls,
           writeXacts: Number(first?.xid ?? 0),
-          cpuMicros: tree.read(),
+          cpuMicros: sumOf(cpuByKind),
+          cpuByKind,
           walBytes: Number(first?.wal ?? 0),
           walSyncs: Number(first?.syncs ?? 0),
           walSyncMs: Number(first?.sync_ms ?? 0),
@@ -104,6 +109,19 @@ export async function startBenchPostgres(): Promise<BenchPostgres> {
     await stop();
     throw err;
   }
+}
+
+/**
+ * What a PostgreSQL process does, from the title PostgreSQL gives it (`postgres: checkpointer`, `postgres:
+ * autovacuum worker db`, `postgres: user db host(port) idle` for a backend).
+ */
+export function postgresProcessKind(title: string): string {
+  const what = title.replace(/^postgres:\s*/, '');
+  if (what.startsWith('autovacuum worker')) return 'autovacuum workers';
+  for (const kind of ['checkpointer', 'background writer', 'walwriter', 'autovacuum launcher', 'logical replication launcher']) {
+    if (what.startsWith(kind)) return kind;
+  }
+  return 'backends';
 }
 
 /** The postmaster's pid: the parent of a backend (whose pid a query tells), read from /proc. */
