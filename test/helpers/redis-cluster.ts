@@ -15,14 +15,20 @@ export interface RedisClusterSeed {
 }
 
 /**
- * A private Redis Cluster of primaries only (no replicas, so no failover): one `redis-server
- * --cluster-enabled yes` per shard on loopback, each a foreground child of the test process in its own
- * directory. Shard `i` is the i-th node given to `redis-cli --cluster create`, `seeds[i]`.
+ * A private Redis Cluster: one `redis-server --cluster-enabled yes` per node on loopback, each a foreground
+ * child of the test process in its own directory. By default primaries only (no replicas, so no fail-over):
+ * node `i` is shard `i`, the i-th node given to `redis-cli --cluster create`, `seeds[i]`. With replicas, the
+ * nodes after the primaries are replicas, which `redis-cli` assigns: ask the cluster (`CLUSTER NODES`) which
+ * replica follows which primary.
  */
 export interface RedisClusterServer {
   seeds: RedisClusterSeed[];
-  /** `redis://127.0.0.1:<port>` per shard. */
+  /** `redis://127.0.0.1:<port>` per primary as created. */
   urls: string[];
+  /** `redis://127.0.0.1:<port>` per node, primaries first, then replicas; node indexes below index this list. */
+  nodeUrls: string[];
+  /** SIGKILL node i, which stays down (a primary dying at an instant; its replica can then take over). */
+  kill(i: number): Promise<void>;
   /** pid of each shard's server (undefined once stopped), for readings of its CPU in /proc. */
   pids(): (number | undefined)[];
   /** SIGSTOP shard i: its connections stay open and it answers nothing (a stall), until `resume(i)`. */
@@ -54,14 +60,22 @@ const BUS_PORT_OFFSET = 10_000;
 const SLOTS = 16_384;
 
 /**
- * Starts `shards` primaries, joins them with `redis-cli --cluster create … --cluster-replicas 0`, and
- * resolves once every node reports `cluster_state:ok`, all 16384 slots assigned and every node known.
+ * Starts `shards` primaries (and `replicas` replicas of each), joins them with `redis-cli --cluster create …
+ * --cluster-replicas <replicas>`, and resolves once every node reports `cluster_state:ok`, all 16384 slots
+ * assigned and every node known.
  */
-export async function startRedisCluster(shards = 3): Promise<RedisClusterServer> {
+export async function startRedisCluster(shards = 3, options: { replicas?: 0 | 1 } = {}): Promise<RedisClusterServer> {
+  const replicas = options.replicas ?? 0;
   const nodes: Shard[] = [];
   const server: RedisClusterServer = {
     seeds: [],
     urls: [],
+    nodeUrls: [],
+    async kill(i) {
+      const node = nodeAt(nodes, i);
+      if (node.child) await terminate(node.child, 'SIGKILL');
+      node.child = undefined;
+    },
     pids: () => nodes.map((n) => n.child?.pid),
     pause(i) {
       nodeAt(nodes, i).child?.kill('SIGSTOP');
@@ -109,11 +123,13 @@ export async function startRedisCluster(shards = 3): Promise<RedisClusterServer>
     },
   };
   try {
-    for (let i = 0; i < shards; i++) nodes.push(await launchNode());
-    server.seeds = nodes.map((n) => ({ host: '127.0.0.1', port: n.port }));
-    server.urls = nodes.map((n) => `redis://127.0.0.1:${n.port}`);
-    await createCluster(nodes.map((n) => n.port));
+    for (let i = 0; i < shards * (1 + replicas); i++) nodes.push(await launchNode());
+    server.seeds = nodes.slice(0, shards).map((n) => ({ host: '127.0.0.1', port: n.port }));
+    server.urls = server.seeds.map((n) => `redis://127.0.0.1:${n.port}`);
+    server.nodeUrls = nodes.map((n) => `redis://127.0.0.1:${n.port}`);
+    await createCluster(nodes.map((n) => n.port), replicas);
     await untilClusterOk(nodes.map((n) => n.port));
+    if (replicas > 0) await untilReplicasUp(nodes.map((n) => n.port), shards * replicas);
   } catch (err) {
     await server.stop();
     throw err;
@@ -208,8 +224,8 @@ async function launch(port: number, dir: string): Promise<ChildProcess | string>
   }
 }
 
-async function createCluster(ports: readonly number[]): Promise<void> {
-  const args = ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '0', '--cluster-yes'];
+async function createCluster(ports: readonly number[], replicas: number): Promise<void> {
+  const args = ['--cluster', 'create', ...ports.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', String(replicas), '--cluster-yes'];
   const { code, stdout, stderr } = await runToEnd('redis-cli', args, { PATH: process.env.PATH ?? '/usr/bin:/bin' });
   if (code !== 0 || !stdout.includes('All 16384 slots covered')) {
     throw new Error(`redis-cli --cluster create failed (${code}):\n${stdout}\n${stderr}`);
@@ -225,6 +241,33 @@ function parseInfo(info: string): Map<string, string> {
       .filter((parts): parts is [string, string] => parts.length === 2)
       .map(([k, v]) => [k, v]),
   );
+}
+
+/**
+ * Polls until every node's `CLUSTER NODES` names `count` replicas, each following a primary, and every
+ * replica's link to its primary is up (gossip tells the other nodes of a replica a moment after it is made one).
+ */
+async function untilReplicasUp(ports: readonly number[], count: number): Promise<void> {
+  const clients = ports.map((port) => new Redis({ host: '127.0.0.1', port, lazyConnect: true, maxRetriesPerRequest: 1, commandTimeout: 5_000 }));
+  try {
+    await until(
+      async () => {
+        const views = await Promise.all(
+          clients.map(async (client) => {
+            const lines = String(await client.call('CLUSTER', 'NODES')).trim().split('\n');
+            const replicas = lines.filter((line) => line.split(' ')[2]!.includes('slave') && line.split(' ')[3] !== '-').length;
+            const info = String(await client.call('INFO', 'replication'));
+            return replicas === count && (!/^role:slave/m.test(info) || /^master_link_status:up/m.test(info));
+          }),
+        );
+        return views.every(Boolean);
+      },
+      `${count} replicas known to every node, each linked to its primary`,
+      DEADLINE_MS,
+    );
+  } finally {
+    clients.forEach((c) => c.disconnect());
+  }
 }
 
 /** Polls `CLUSTER INFO` on every node until each says ok, with all slots assigned and all nodes known. */
