@@ -16,34 +16,18 @@ import {
   OPEN_CONCURRENCY,
   PER_SECOND,
   PING_MS,
-  PRESENCE_REFRESH_S,
   QR,
   TABS,
   TARGETS,
   type LatencySummary,
   type LoopReading,
-  type QrRound,
   type Side,
 } from './settings.js';
 import { percentile, table } from '../measure/stats.js';
-import { redisTable, sentTable, sqlTable } from './op-tables.js';
 import { capacityEstimate } from './capacity.js';
-import { redisSpreadLines } from './redis-spread.js';
+import { costsPart } from './report-costs.js';
+import { beyondIdle, brokerRefresh, disturbed, fmt, ms, num, pct, qrSummary, type Part, type QrSummaries } from './report-parts.js';
 import type { BenchReport, BudgetCheck, Measurement } from '../measure/types.js';
-
-const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
-const ms = (v: number): string => (!Number.isFinite(v) ? '-' : v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
-const num = (v: number, digits = 2): string => (!Number.isFinite(v) ? '-' : v >= 100 ? fmt(v) : v.toFixed(digits));
-const pct = (v: number): string => `${v.toFixed(0)}%`;
-
-const nodeCpu = (side: Side, w: Window): number => side.nodeNames.reduce((s, n) => s + (w.cpuMicros.get(n) ?? 0), 0);
-/** Work a window did beyond the idle tabs': node, Redis and PostgreSQL CPU minus the idle rate over the same time. */
-const beyondIdle = (side: Side, w: Window, probe: 'nodes' | 'redis' | 'postgres'): number => {
-  const of = (x: Window): number => (probe === 'nodes' ? nodeCpu(side, x) : (x.cpuMicros.get(probe) ?? 0));
-  return Math.max(0, of(w) - (of(side.idle) / side.idle.ms) * w.ms);
-};
-/** Presence refreshes: the node's periodic pipelined twHold (one per held tab). */
-const brokerRefresh = (sent: Map<string, number>): number => sent.get('twHold (pipelined)') ?? 0;
 
 function latencyRow(label: string, l: LatencySummary, w: Window, side: Side, loops: LoopReading[], extra: string): string[] {
   const cpuCols = side.nodeNames.map((n) => `${n} ${pct(cpuPercent(w, n))}`).join(', ');
@@ -51,29 +35,6 @@ function latencyRow(label: string, l: LatencySummary, w: Window, side: Side, loo
   const loopCols = loops.map((r) => `${r.node.replace(/^cluster node |^embedded /, '')} ${ms(r.p99Ms)}/${ms(r.maxMs)} gc ${ms(r.gcMaxMs)}`).join(', ');
   return [label, fmt(l.count), ms(l.p50), ms(l.p90), ms(l.p99), ms(l.max), cpuCols, loopCols, `${pct(w.otherPercent)}${w.otherPercent > OTHER_CPU_LIMIT ? ' !' : ''}`, extra];
 }
-
-function qrSummary(rounds: QrRound[], label: string) {
-  const mine = rounds.filter((r) => r.label === label);
-  const rates = mine.map((r) => r.result.rate);
-  const count = mine.reduce((s, r) => s + r.result.count, 0);
-  return { mine, rate: rates.reduce((s, v) => s + v, 0) / rates.length, count, other: Math.max(...mine.map((r) => r.window.otherPercent)) };
-}
-
-/** A part of the report: its sections, and the budgets and measurements it decides. */
-interface Part {
-  sections: BenchReport['sections'];
-  budgets?: BudgetCheck[];
-  measurements?: Measurement[];
-}
-
-/** The QR rounds of each side, summarised once: sections 3, 4 and 5 read them. */
-interface QrSummaries {
-  embedded: ReturnType<typeof qrSummary>;
-  one: ReturnType<typeof qrSummary>;
-  two: ReturnType<typeof qrSummary>;
-}
-
-const disturbed = (w: Window): string | undefined => (w.otherPercent > OTHER_CPU_LIMIT ? `other processes used ${w.otherPercent.toFixed(0)}% of a core` : undefined);
 
 export function build(e: Side, c: Side, infra: { pgVersion: string; redisVersion: string; redisShards: number }, idleBefore: number): Omit<BenchReport, 'title'> {
   const qr: QrSummaries = { embedded: qrSummary(e.qr, 'embedded node'), one: qrSummary(c.qr, '1 cluster node (A)'), two: qrSummary(c.qr, '2 cluster nodes (A+B)') };
@@ -237,100 +198,6 @@ function qrPart(e: Side, c: Side, { embedded: embeddedQr, one, two }: QrSummarie
       },
     ],
   };
-}
-
-/** 4. Redis commands and PostgreSQL statements per operation. */
-function costsPart(e: Side, c: Side, redisShards: number, { one, two }: QrSummaries): Part {
-  const idleSeconds = c.idle.ms / 1000;
-  const redisIdleCalls = c.idle.redis ? sumOf(c.idle.redis.calls) : 0;
-  const issued = c.login.issued;
-  const lw = c.login.window;
-  const reg = c.open.window;
-  const qrWindows = [...one.mine, ...two.mine];
-  const qrSent = new Map<string, number>();
-  const qrCalls = new Map<string, number>();
-  let qrCount = 0;
-  for (const r of qrWindows) {
-    qrCount += r.result.count;
-    for (const [k, v] of r.window.sent) qrSent.set(k, (qrSent.get(k) ?? 0) + v);
-    for (const [k, v] of r.window.pg?.calls ?? []) qrCalls.set(k, (qrCalls.get(k) ?? 0) + v);
-  }
-  // Periodic work (presence refresh, the purge's lease) is reported per idle tab, not per request.
-  const withoutRefresh = (m: Map<string, number>): Map<string, number> => new Map([...m].filter(([k]) => k !== 'twHold (pipelined)' && !k.includes('lease:')));
-  const idleHoldsPerTabSecond = brokerRefresh(c.idle.sent) / c.idleTabs / idleSeconds;
-  // Commands Redis executes per presence refresh of one tab (the script and those inside it): idle Redis does nothing else.
-  const callsPerHold = brokerRefresh(c.idle.sent) > 0 ? redisIdleCalls / brokerRefresh(c.idle.sent) : 0;
-  return {
-    sections: [
-      {
-        heading: `4. Redis commands and PostgreSQL statements per operation (cluster; presence refreshes left out of the per-request columns)${redisShards > 0 ? `; Redis: the one Redis and the ${redisShards} shards of the streams' Redis Cluster, summed` : ''}`,
-        lines: [
-          ...sentTable([
-            { label: 'per Register', per: c.open.tabs, sent: withoutRefresh(reg.sent) },
-            { label: 'per QR req (codes for logins)', per: issued.count, sent: withoutRefresh(issued.window.sent) },
-            { label: 'per QR req (throughput)', per: qrCount, sent: withoutRefresh(qrSent) },
-            { label: 'per login', per: c.login.logins, sent: withoutRefresh(lw.sent) },
-            { label: 'per idle tab per s', per: c.idleTabs * idleSeconds, sent: c.idle.sent },
-          ]),
-          '',
-          ...redisTable([
-            { label: 'per Register', per: c.open.tabs, calls: reg.redis?.calls ?? new Map() },
-            { label: 'per login', per: c.login.logins, calls: lw.redis?.calls ?? new Map() },
-          ]),
-          '',
-          ...sqlTable([
-            { label: 'per Register', per: c.open.tabs, calls: reg.pg?.calls ?? new Map() },
-            { label: 'per QR req (codes for logins)', per: issued.count, calls: issued.window.pg?.calls ?? new Map() },
-            { label: 'per QR req (throughput)', per: qrCount, calls: qrCalls },
-            { label: 'per login', per: c.login.logins, calls: lw.pg?.calls ?? new Map() },
-          ]),
-          '',
-          ...table(
-            ['per operation', 'embedded node CPU µs', 'cluster node CPU µs', 'Redis cmds executed', 'Redis CPU µs', 'PG write xacts', 'WAL bytes', 'PG CPU µs'],
-            [
-              ['Register (ramp, both nodes)', e.open.window, e.open.tabs, reg, c.open.tabs] as const,
-              ['QR request (the throughput rounds)', mergeWindows(e.qr.map((r) => r.window)), e.qr.reduce((n, r) => n + r.result.count, 0), mergeWindows(c.qr.map((r) => r.window)), qrCount] as const,
-              ['login: GET signUrl + signed POST + event', e.login.window, e.login.logins, lw, c.login.logins] as const,
-            ].map(([label, ew, eper, w, per]) => [
-              label,
-              num(beyondIdle(e, ew, 'nodes') / eper, 0),
-              num(beyondIdle(c, w, 'nodes') / per, 0),
-              num((w.redis ? Math.max(0, sumOf(w.redis.calls) - brokerRefresh(w.sent) * callsPerHold) : 0) / per, 1),
-              num(beyondIdle(c, w, 'redis') / per, 1),
-              num((w.pg?.writeXacts ?? 0) / per),
-              num((w.pg?.walBytes ?? 0) / per, 0),
-              num(beyondIdle(c, w, 'postgres') / per, 1),
-            ]),
-          ),
-          `Redis cmds executed: INFO commandstats, every command including those inside scripts, minus ${num(callsPerHold, 1)} per presence refresh (twHold) in the window (the idle window's ratio). Presence refresh: ${num(idleHoldsPerTabSecond, 4)} twHold per tab per second (1 per ${PRESENCE_REFRESH_S} s).`,
-          'CPU µs: the window\'s CPU minus the idle rate over the same time, per operation (small windows on a shared machine: indicative).',
-          ...pgByProcessLines(c, [
-            { label: 'per Register', w: reg, per: c.open.tabs },
-            { label: 'per login', w: lw, per: c.login.logins },
-          ]),
-          ...(redisShards > 0 ? ['', ...redisSpreadLines(c)] : []),
-        ],
-      },
-    ],
-  };
-
-}
-
-/**
- * Where PostgreSQL's CPU of an operation went, by kind of process, beyond the idle window's rate of each.
- * A process that exited in the window (an autovacuum worker, a closed connection's backend) counts whole
- * under the postmaster's exited children, and a backend that exited leaves its earlier CPU there too: the
- * split is indicative, the total exact.
- */
-function pgByProcessLines(c: Side, ops: { label: string; w: Window; per: number }[]): string[] {
-  const idle = c.idle.pg?.cpuByKind ?? new Map<string, number>();
-  const kinds = [...new Set(ops.flatMap(({ w }) => [...(w.pg?.cpuByKind.keys() ?? [])]))].sort();
-  if (kinds.length === 0) return [];
-  const rows = ops.map(({ label, w, per }) => [
-    label,
-    ...kinds.map((k) => num(((w.pg?.cpuByKind.get(k) ?? 0) - ((idle.get(k) ?? 0) / c.idle.ms) * w.ms) / per, 1)),
-  ]);
-  return ['', 'PostgreSQL CPU µs by process, beyond the idle rate of each (indicative split, exact total):', ...table(['operation', ...kinds], rows)];
 }
 
 /** 5. The capacity estimate's shared-store bill at this run's costs. */

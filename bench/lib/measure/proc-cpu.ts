@@ -9,12 +9,17 @@ const TICK_MICROS = 10_000;
 
 /** user + system CPU (µs) of one process, all its threads, from /proc/<pid>/stat; 0 once it is gone. */
 export function procCpuMicros(pid: number): number {
+  const fields = statFields(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12])) * TICK_MICROS : 0;
+}
+
+/** The fields of /proc/<pid>/stat after the command name (fields[0] is the state, [1] the parent's pid); undefined once it is gone. */
+function statFields(pid: number | string): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_MICROS;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return 0;
+    return undefined;
   }
 }
 
@@ -44,10 +49,9 @@ export class TreeCpu {
     for (const name of readdirSync('/proc')) {
       if (!/^\d+$/.test(name)) continue;
       try {
-        const stat = readFileSync(`/proc/${name}/stat`, 'latin1');
-        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        const fields = statFields(name);
         // A child that has exited but is not yet waited for (a zombie) still shows its CPU here.
-        if (Number(fields[1]) !== this.root) continue;
+        if (!fields || Number(fields[1]) !== this.root) continue;
         const kind = kindOf(readFileSync(`/proc/${name}/cmdline`, 'latin1').replace(/\0/g, ' ').trim());
         parts.set(kind, (parts.get(kind) ?? 0) + (Number(fields[11]) + Number(fields[12])) * TICK_MICROS);
       } catch {
@@ -63,11 +67,6 @@ export const ROOT_AND_EXITED = 'root and exited children';
 
 /** user + system CPU (µs) of a process and of the children it has waited for (utime, stime, cutime, cstime). */
 function cpuWithExitedChildren(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MICROS;
-  } catch {
-    return 0;
-  }
+  const fields = statFields(pid);
+  return fields ? (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MICROS : 0;
 }
