@@ -90,8 +90,10 @@ export interface Broker {
    * `node` holds the tab and counts it as connected until `connectedUntil` (a live connection: a time
    * far ahead). A node the broker does not know yet counts as alive for `presenceTtlMs` from here.
    * `created`: the broker had no stream for the tab (new to the service, or its stream was lost) and made one.
+   * `remade`: an append made the stream again since the tab's last hold (its stream had been lost, and events
+   * since wait in it): for what follows a loss (results derived again) it counts as `created`.
    */
-  hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }>;
+  hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<HoldOutcome>;
   /**
    * `hold` for many tabs at once (the node's rolling re-hold that keeps its tabs' streams within
    * `keepAliveMs`, or all of them after a lapse); returns the tabs whose stream had been lost. Unlike
@@ -201,6 +203,13 @@ export interface StreamRead {
 
 /** `StreamRead.awaiting` of a read without such frames (most reads): no array made per read. */
 export const NONE_AWAITING: readonly number[] = Object.freeze([]);
+
+/** What a hold found: see `Broker.hold`. */
+export interface HoldOutcome {
+  created: boolean;
+  remade: boolean;
+  epoch: number;
+}
 
 /** The id of the first event of a stream made at `now` is this plus one (docs/events.md "Event ids"). */
 export const epochAt = (now: number): number => now * 1000;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { Listeners } from '../listeners.js';
-import { type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type DeliveryFallback, epochAt, NONE_AWAITING, PUBLISH_KEY_PATTERN, type PublishOutcome, resumePoint, type StreamRead } from './broker.js';
+import { type Announcement, type AnnouncementListener, type Broker, type BrokerBounds, type DeliveryFallback, epochAt, type HoldOutcome, NONE_AWAITING, PUBLISH_KEY_PATTERN, type PublishOutcome, resumePoint, type StreamRead } from './broker.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import { forgetTrimmedKeys } from './trimmed-keys.js';
 import type { EventFrame, TabEvent } from '../protocol/frames.js';
@@ -34,6 +34,8 @@ interface Stream {
    * Absent until the first such trim, so an idle tab pays nothing.
    */
   trimmed?: Entry[];
+  /** Made by an append (the tab's stream was lost), not held since: its next hold reports it made. */
+  madeByAppend?: boolean;
 }
 
 /**
@@ -70,7 +72,10 @@ export class MemoryBroker implements Broker {
       return { frame: earlier.frame, unsent: [], dropped: { overflow: 0, expired: 0 }, duplicate: true };
     }
     if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
-    stream ??= this.create(key, now);
+    if (!stream) {
+      stream = this.create(key, now);
+      stream.madeByAppend = true;
+    }
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback, key: publishKey });
@@ -134,12 +139,12 @@ export class MemoryBroker implements Broker {
     return taken;
   }
 
-  async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
+  async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<HoldOutcome> {
     return this.holdAt(to, node, connectedUntil, now, false);
   }
 
   /** `hold`; `keepLater`: a later connected time the node gave before stays (`refresh`). */
-  private holdAt(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): { created: boolean; epoch: number } {
+  private holdAt(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): HoldOutcome {
     const key = addressKey(to);
     const existing = this.live(key, now);
     const stream = existing ?? this.create(key, now);
@@ -150,7 +155,10 @@ export class MemoryBroker implements Broker {
     // A literal when it is the first: push onto an empty array reserves room for 16 (~120 B more per idle tab).
     else if (stream.holders.length === 0) stream.holders = [{ node, connectedUntil }];
     else stream.holders.push({ node, connectedUntil });
-    return { created: existing === undefined, epoch: stream.epoch };
+    const remade = stream.madeByAppend === true;
+    // Set to false, not deleted: a delete would turn the stream into a slower, larger dictionary object.
+    if (remade) stream.madeByAppend = false;
+    return { created: existing === undefined, remade, epoch: stream.epoch };
   }
 
   async heartbeat(node: string, now: number): Promise<string> {
@@ -161,7 +169,10 @@ export class MemoryBroker implements Broker {
 
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
     const lost: TabAddress[] = [];
-    for (const { to, connectedUntil } of tabs) if (this.holdAt(to, node, connectedUntil, now, true).created) lost.push(to);
+    for (const { to, connectedUntil } of tabs) {
+      const held = this.holdAt(to, node, connectedUntil, now, true);
+      if (held.created || held.remade) lost.push(to);
+    }
     return lost;
   }
 

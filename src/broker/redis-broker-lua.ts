@@ -85,6 +85,15 @@ local function trim(ev, n, all, sent, limit, cutoff, k, kt)
   if #forget > 0 then chunked('HDEL', k, forget) end
   return out, overflow, expired, popped, m - gone, #young > 0
 end
+local function epochFrom(asked)
+  -- The epoch of a stream made now: the caller's (its clock's ms x 1000), but never below Redis's own clock. A
+  -- script can run long after its caller read the time (a command the client sent again after a fail-over),
+  -- and a stream made with that old time would number its events below ids its pages already have.
+  local t = redis.call('TIME')
+  local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1000
+  if floor > tonumber(asked) then return string.format('%.0f', floor) end
+  return asked
+end
 local function keep(ttl)
   for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ttl) end
 end
@@ -105,6 +114,7 @@ local function aliveUntil(names) return redis.call('ZMSCORE', KEYS[#KEYS], unpac
 local function seen(node, untilMs) redis.call('ZADD', KEYS[#KEYS], 'NX', untilMs, node) end
 local function tell(channelPrefix, node, payload) redis.call('PUBLISH', channelPrefix .. node, payload) return nil end
 local function pruneDead(p) end
+local function lineage(gone) return {} end
 `;
 
 /**
@@ -130,5 +140,16 @@ local function pruneDead(p)
   local dead = {}
   for name in string.gmatch(ARGV[#ARGV], '%S+') do table.insert(dead, name) end
   redis.call('HDEL', p, unpack(dead))
+end
+-- A replica promoted to primary keeps the replication id of the primary it took over from as master_replid2,
+-- and may lack that primary's last writes (replication is asynchronous). A tab whose meta key (KEYS[1]) was
+-- last written under that id is therefore treated as absent: the keys in gone are deleted, and the script
+-- goes on as on a shard that came back empty (a new epoch; docs/redis.md "Replicas and fail-over"). Returns
+-- the fields that stamp the meta key with this primary's id, for the script's HSET. A key moved here by a
+-- re-shard carries another primary's id, not master_replid2, and is kept.
+local function lineage(gone)
+  local info = redis.call('INFO', 'replication')
+  if redis.call('HGET', KEYS[1], 'r') == string.match(info, 'master_replid2:(%x+)') then redis.call('DEL', unpack(gone)) end
+  return {'r', string.match(info, 'master_replid:(%x+)')}
 end
 `;

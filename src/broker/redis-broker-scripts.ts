@@ -4,7 +4,9 @@ import { CLUSTER_PRELUDE, LIB, SINGLE_PRELUDE } from './redis-broker-lua.js';
 /**
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
  * in one hash slot (the `{…}` tag):
- * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch;
+ * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch; on a Redis Cluster `r`, the
+ *   replication id of the primary that last wrote it (redis-broker-lua.ts `lineage`); `x` while a stream an append
+ *   made (its tab's stream was lost) has not been held since;
  * - `…:ev` list of entries `offset:at:fallbackFlag[publishKey]:json` (json: `{type, data, fallback?}`), oldest
  *   first; the publish key follows the flag digit, so parsers that read `offset:at:flag` and the json after the
  *   third ':' (those of earlier versions too, during a rolling upgrade) are not disturbed by it;
@@ -63,6 +65,7 @@ local function announce(entries, epoch, off)
   end
   return table.concat(told, ' ')
 end
+local stamp = lineage({KEYS[1], KEYS[2], KEYS[4], KEYS[5]})
 local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
 local epoch = meta[1]
 if ARGV[10] ~= '' and epoch then
@@ -84,11 +87,13 @@ end
 local made = not epoch
 local off, sent
 if made then
-  epoch, off, sent = ARGV[2], 1, 0
-  redis.call('HSET', KEYS[1], 'e', epoch, 'l', off, 's', sent, 't', ARGV[1])
+  -- x: made by an append, so the tab's stream was lost (it expired, its shard came back empty or took over
+  -- from a primary): its next hold reports it made, and its holder tells its connections and derives results again.
+  epoch, off, sent = epochFrom(ARGV[2]), 1, 0
+  redis.call('HSET', KEYS[1], 'e', epoch, 'l', off, 's', sent, 't', ARGV[1], 'x', 1, unpack(stamp))
 else
   off, sent = tonumber(meta[2]) + 1, tonumber(meta[3])
-  redis.call('HSET', KEYS[1], 'l', off, 't', ARGV[1])
+  redis.call('HSET', KEYS[1], 'l', off, 't', ARGV[1], unpack(stamp))
 end
 local entry = off .. ':' .. ARGV[1] .. ':' .. ARGV[7]
 local n = redis.call('RPUSH', KEYS[2], entry)
@@ -111,7 +116,8 @@ for _, e in ipairs(out) do table.insert(result, e) end
 return result`;
 
 /** KEYS m ev p k kt; ARGV now limit cutoff */
-const READ = `${LIB}
+const READ = (prelude: string): string => `${prelude}${LIB}
+lineage({KEYS[1], KEYS[2], KEYS[4], KEYS[5]})
 local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
 if not meta[1] then return {} end
 local all = redis.call('LRANGE', KEYS[2], 0, -1)
@@ -176,14 +182,23 @@ return out`;
  * periodic re-hold): a later connected time already there stays. The re-hold reads a tab's connected time
  * before its pipeline runs, on a connection of its own, so it may land after the `twHold` of a connection
  * that attached meanwhile; lowering that entry would stop the tab's announcements to its node (only the
- * node's own detach, on its command connection in order with its attaches, lowers it).
+ * node's own detach, on its command connection in order with its attaches, lowers it). Answers {made, epoch}:
+ * made 1 when this hold made the stream, 2 when an append made it again since the last hold, else 0.
  */
 const HOLD = (prelude: string): string => `${prelude}${LIB}
-local epoch, created = redis.call('HGET', KEYS[1], 'e'), 0
-if epoch then redis.call('HSET', KEYS[1], 't', ARGV[1])
+local stamp = lineage({KEYS[1], KEYS[2]})
+local meta = redis.call('HMGET', KEYS[1], 'e', 'x')
+local epoch, created, made = meta[1], 0, false
+if epoch then
+  redis.call('HSET', KEYS[1], 't', ARGV[1], unpack(stamp))
+  -- The first hold of a stream an append made again (PUBLISH, x): reported as remade (2).
+  if meta[2] then
+    created = 2
+    redis.call('HDEL', KEYS[1], 'x')
+  end
 else
-  epoch, created = ARGV[2], 1
-  redis.call('HSET', KEYS[1], 'e', epoch, 'l', 0, 's', 0, 't', ARGV[1])
+  epoch, created, made = epochFrom(ARGV[2]), 1, true
+  redis.call('HSET', KEYS[1], 'e', epoch, 'l', 0, 's', 0, 't', ARGV[1], unpack(stamp))
 end
 -- Whether this node's entry is new in p, which may then be new too (and have no lifetime yet).
 local fresh
@@ -195,7 +210,7 @@ else fresh = redis.call('HSET', KEYS[3], ARGV[3], ARGV[4]) == 1 end
 -- A node new to Redis counts as alive from its first hold; after that only its heartbeat extends it.
 seen(ARGV[3], ARGV[5])
 pruneDead(KEYS[3])
-extend(KEYS[1], ARGV[6], created == 1)
+extend(KEYS[1], ARGV[6], made)
 extend(KEYS[2], ARGV[6], false)
 if not (fresh and redis.call('PEXPIRE', KEYS[3], ARGV[6], 'NX') == 1) then extend(KEYS[3], ARGV[6], false) end
 return {created, epoch}`;
@@ -283,7 +298,7 @@ export function defineBrokerCommands(connection: DefinesCommands, topology: Brok
   const prelude = topology === 'single' ? SINGLE_PRELUDE : CLUSTER_PRELUDE;
   const nodesKey = topology === 'single' ? 1 : 0;
   connection.defineCommand('twPublish', { numberOfKeys: 5 + nodesKey, lua: PUBLISH(prelude) });
-  connection.defineCommand('twRead', { numberOfKeys: 5, lua: READ });
+  connection.defineCommand('twRead', { numberOfKeys: 5, lua: READ(prelude) });
   connection.defineCommand('twMarkSent', { numberOfKeys: 1, lua: MARK_SENT });
   connection.defineCommand('twConfirm', { numberOfKeys: 2, lua: CONFIRM });
   connection.defineCommand('twWithdraw', { numberOfKeys: 2, lua: WITHDRAW });

@@ -16,6 +16,7 @@ import {
   type Broker,
   type BrokerBounds,
   type DeliveryFallback,
+  type HoldOutcome,
   type PublishOutcome,
   type StreamRead,
 } from './broker.js';
@@ -187,10 +188,10 @@ export class RedisBroker implements Broker {
     return fallbacksOf(await this.redis.twWithdraw(m, ev, ...ids));
   }
 
-  async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<{ created: boolean; epoch: number }> {
+  async hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<HoldOutcome> {
     await this.introduce(node, now);
     const reply = await this.redis.twHold(...this.holdArgs(to, node, connectedUntil, now, false));
-    return { created: Number(reply[0]) === 1, epoch: Number(reply[1]) };
+    return { created: Number(reply[0]) === 1, remade: Number(reply[0]) === 2, epoch: Number(reply[1]) };
   }
 
   async heartbeat(node: string, now: number): Promise<string> {
@@ -218,7 +219,8 @@ export class RedisBroker implements Broker {
       const slice = tabs.slice(i, i + REFRESH_SLICE);
       const replies = await this.holdAll(redis, slice.map(({ to, connectedUntil }) => this.holdArgs(to, node, connectedUntil, now, true)));
       replies.forEach((reply, n) => {
-        if (reply && Number(reply[0]) === 1) lost.push(slice[n]!.to);
+        // 1: made now; 2: made again by an append since the last hold.
+        if (reply && Number(reply[0]) !== 0) lost.push(slice[n]!.to);
       });
     }
     return lost;

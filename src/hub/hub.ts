@@ -80,6 +80,13 @@ export class Hub implements Delivery {
       fallBack: (fallbacks) => this.fallBack(fallbacks),
       dropped: (reason, n) => deps.counters?.dropped(reason, n),
       awaiting: (address, connection, ids) => this.confirmations.written(address, connection, ids),
+      // Its hold then reports whether the stream was lost (`onLost`); never awaited here: the writer runs
+      // serially per tab, and `onLost` queues a catch-up behind it.
+      remade: (tab) => {
+        this.presence
+          .holdAgain({ to: tab.address, connectedUntil: connectedUntil(tab, this.settings.longPollGapMs) })
+          .catch((err: unknown) => deps.log.warn({ err, tabId: tab.address.tabId }, 'holding a tab whose stream was made again failed'));
+      },
     });
     this.unsubscribe = deps.broker.subscribe((announcement) => this.onAnnouncement(announcement));
     // Announcements missed while the broker's subscription was away are not lost: open connections read their
@@ -106,7 +113,7 @@ export class Hub implements Delivery {
         onLost: (address) => {
           // The broker had lost the tab's stream: its connections are told, results may be derived again.
           const tab = this.tabs.get(address);
-          if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab));
+          if (tab) void this.serially(tab, () => this.writer.catchUpAll(tab, { remade: true }));
           this.deps.onStreamLost?.(address);
         },
         // The broker may have let this node's tabs go (a late heartbeat, Redis lost its state): it announced
@@ -180,7 +187,7 @@ export class Hub implements Delivery {
     const open = connection.open;
     if (open && !tab.connections.has(connection)) addConnection(tab, connection);
     if (open) tab.transport = connection.transport;
-    const { created } = await this.deps.broker.hold(address, this.settings.node, connectedUntil(tab, this.settings.longPollGapMs), now);
+    const { created, remade } = await this.deps.broker.hold(address, this.settings.node, connectedUntil(tab, this.settings.longPollGapMs), now);
     // Before the catch-up, which moves the sent mark past what this very connection is about to get.
     if (open) await this.confirmations.received(address, connection.transport, lastEventId);
     if (open) {
@@ -210,7 +217,7 @@ export class Hub implements Delivery {
       // then closed as every connection was: the page goes on on another node.
       if (this.closed) connection.close(disconnects.shutdown);
     }
-    return created ? 'created' : 'attached';
+    return created || remade ? 'created' : 'attached';
   }
 
   /**

@@ -99,6 +99,11 @@ export class PresenceKeeper {
     this.deps.onReheld?.();
   }
 
+  /** Holds one tab again at once: its stream was found made again, and the hold says whether it was lost. */
+  async holdAgain(tab: HeldTab): Promise<void> {
+    await this.hold([tab]);
+  }
+
   private async rollNow(): Promise<void> {
     const count = this.deps.count();
     if (count === 0) return;

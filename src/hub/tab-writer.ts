@@ -18,6 +18,11 @@ export interface TabWriterDeps {
   dropped: (reason: 'expired', n: number) => void;
   /** Events carrying a fallback (XMPP messages) were written to a connection: their confirmation is awaited. */
   awaiting: (address: TabAddress, connection: TabConnection, ids: readonly number[]) => void;
+  /**
+   * A connection's cursor is of an earlier epoch than the tab's stream: the stream was made again (by an
+   * append, or a read, after it was lost) without this node's hold having reported it.
+   */
+  remade: (tab: LocalTab) => void;
 }
 
 /**
@@ -51,9 +56,10 @@ export class TabWriter {
   /**
    * Writes to every ready connection what follows its cursor, from one read after the lowest cursor. A
    * connection whose events after its cursor are gone (trimmed, expired, or its stream was made again)
-   * is told with `EventsLost` first.
+   * is told with `EventsLost` first. A stream made again is reported (`remade`) unless the caller knows it
+   * (`known`: a hold reported it).
    */
-  async catchUpAll(tab: LocalTab): Promise<void> {
+  async catchUpAll(tab: LocalTab, known: { remade: boolean } = { remade: false }): Promise<void> {
     let lowest: number | undefined;
     tab.connections.forEach((cursor) => {
       if (cursor !== undefined) lowest = lowest === undefined ? cursor : Math.min(lowest, cursor);
@@ -64,8 +70,10 @@ export class TabWriter {
     // next event makes one, and the catch-up then tells each connection once.
     if (read.epoch === 0) return;
     let written = 0;
+    let remade = false;
     tab.connections.forEach((cursor, connection) => {
       if (cursor === undefined) return;
+      if (cursor < read.epoch) remade = true;
       const sameEpoch = cursor >= read.epoch && cursor <= read.last;
       const frames = sameEpoch ? read.frames.filter((f) => f.id > cursor) : read.frames;
       const lost = sameEpoch ? (frames.length > 0 ? frames[0]!.id > cursor + 1 : cursor < read.last) : true;
@@ -74,6 +82,7 @@ export class TabWriter {
       if (this.write(tab, connection, out, read.last, read.awaiting) && frames.length > 0) written = Math.max(written, frames.at(-1)!.id);
     });
     if (written > 0) this.markSent(tab.address, written);
+    if (remade && !known.remade) this.deps.remade(tab);
   }
 
   /**

@@ -18,7 +18,8 @@ import { until } from '../helpers/until.js';
  * Redis broker of a cluster must behave alike, so hub code never depends on which one it has.
  */
 const bounds: BrokerBounds = { limit: 3, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 };
-const T0 = 1_800_000_000_000;
+// Far ahead of any real clock: a stream is never numbered below Redis's own clock (redis-broker-lua.ts `epochFrom`).
+const T0 = 4_000_000_000_000;
 const A: TabAddress = { tabId: 'tab-00001', session: 'a'.repeat(64) };
 const B: TabAddress = { tabId: 'tab-00001', session: 'b'.repeat(64) };
 const fb = (n: number): DeliveryFallback => ({ kind: 'agent-message', accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${n}"/>`, createdAt: 0 });
@@ -349,6 +350,27 @@ describe.each(backends)('broker contract: $name', (backend) => {
     expect((await broker.hold(A, 'node-1', T0 + 1e9, T0 + 8)).created).toBe(false);
   });
 
+  it('a lost stream that an append made again is reported remade by its next hold or refresh, once (its events wait in it)', async () => {
+    await broker.hold(A, 'node-1', T0 + 1e9, T0);
+    await broker.hold(B, 'node-1', T0 + 1e9, T0);
+    await broker.publish(A, ev(1), T0);
+    lose();
+    broker = await make('node-1');
+    // Nobody held A or B since the loss; an append reaches each first.
+    await broker.publish(A, ev(2), T0 + 5);
+    await broker.publish(B, ev(3), T0 + 5);
+    expect(await broker.hold(A, 'node-1', T0 + 1e9, T0 + 6)).toMatchObject({ created: false, remade: true });
+    expect(await broker.hold(A, 'node-1', T0 + 1e9, T0 + 7)).toMatchObject({ created: false, remade: false });
+    expect(await broker.refresh([{ to: A, connectedUntil: T0 + 1e9 }, { to: B, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 8)).toEqual([B]);
+    expect(await broker.refresh([{ to: B, connectedUntil: T0 + 1e9 }], 'node-1', T0 + 9)).toEqual([]);
+    // A stream a hold made is created, never remade; an append to it afterwards changes nothing.
+    const C: TabAddress = { tabId: 'tab-00003', session: A.session };
+    expect(await broker.hold(C, 'node-1', T0 + 1e9, T0 + 10)).toMatchObject({ created: true, remade: false });
+    await broker.publish(C, ev(4), T0 + 11);
+    expect(await broker.hold(C, 'node-1', T0 + 1e9, T0 + 12)).toMatchObject({ created: false, remade: false });
+    expect((await broker.read(A, undefined, T0 + 13)).frames.map((f) => (f.data as { n: number }).n)).toEqual([2]);
+  });
+
   it('a held tab keeps its state for keepAliveMs; once nobody holds it, for its idle time', async () => {
     if (backend.name !== 'redis') return; // only Redis expires state by itself
     const prefix = testPrefix('keep');
@@ -519,6 +541,20 @@ describe('redis broker across nodes', () => {
     const ids = outcomes.map((o) => o.frame!.id).sort((x, y) => x - y);
     expect(new Set(ids).size).toBe(200);
     expect(ids.at(-1)! - ids[0]!).toBe(199);
+  });
+
+  it('a stream made by a script that carries an old time (a command sent again long after) is numbered from Redis\'s clock', async () => {
+    const prefix = testPrefix('late');
+    const { broker } = await redisNode(prefix);
+    const longAgo = Date.now() - 60_000;
+    const before = Date.now() * 1000;
+    const held = await broker.hold(A, 'node-1', longAgo + 1e9, longAgo);
+    expect(held.created).toBe(true);
+    expect(held.epoch).toBeGreaterThanOrEqual(before - 5_000_000);
+    const published = await broker.publish(B, ev(1), longAgo);
+    expect(published.frame!.id).toBeGreaterThan(before - 5_000_000);
+    // A caller's time ahead of Redis's is taken as it is (T0 is far ahead).
+    expect((await broker.hold({ ...A, tabId: 'tab-00002' }, 'node-1', T0 + 1e9, T0)).epoch).toBe(T0 * 1000);
   });
 });
 

@@ -19,7 +19,7 @@ describe('outage errors', () => {
     expect(isOutage(coded('ECONNREFUSED'))).toBe(false); // unclassified driver errors stay faults
   });
 
-  it('Redis: unreachable, timed out, queue flushed, closed, loading, failing over', () => {
+  it('Redis: unreachable, timed out, queue flushed, closed, loading, failing over, a Cluster\'s redirection handed back', () => {
     const maxRetries = Object.assign(new Error('Reached the max retries per request limit (which is 1). Refer to "maxRetriesPerRequest" option for details.'), {
       name: 'MaxRetriesPerRequestError',
     });
@@ -33,6 +33,9 @@ describe('outage errors', () => {
       new Error('LOADING Redis is loading the dataset in memory'),
       new Error('READONLY You can\'t write against a read only replica.'),
       new Error('CLUSTERDOWN The cluster is down'),
+      new Error('MOVED 8166 127.0.0.1:36771'),
+      new Error('ASK 8166 127.0.0.1:36771'),
+      new Error('TRYAGAIN Multiple keys request during rehashing of slot'),
       new AggregateError([coded('ECONNREFUSED')], 'connect'),
     ]) {
       expect(redisUnavailable(err), err.message).toBe(true);

@@ -1,0 +1,66 @@
+import pino from 'pino';
+import { afterAll, describe, expect, inject, it } from 'vitest';
+import { RedisBroker } from '../../src/broker/redis-broker.js';
+import { ManualClock } from '../../src/clock.js';
+import { Hub } from '../../src/hub/hub.js';
+import type { TabAddress } from '../../src/protocol/address.js';
+import type { RedisConnection } from '../../src/redis/connection.js';
+import { A, FakeConnection } from '../helpers/hub-fixtures.js';
+import { testConnection, testPrefix } from '../helpers/redis.js';
+import { until } from '../helpers/until.js';
+
+/**
+ * A tab's stream lost while its holders stay (what a Redis Cluster's fail-over check leaves: docs/redis.md
+ * "Replicas and fail-over"), and made again by the next event, on a real Redis. The node that holds the tab
+ * must tell its connection `EventsLost`, and derive its results again (`onStreamLost`) once, at once rather
+ * than at its next rolling re-hold.
+ */
+const connections: RedisConnection[] = [];
+afterAll(async () => {
+  await Promise.all(connections.map((c) => c.close()));
+});
+
+async function node(name: string, prefix: string, clock: ManualClock, lost: TabAddress[]): Promise<Hub> {
+  const connection = testConnection(inject('redisUrl'), prefix);
+  connections.push(connection);
+  const bounds = { limit: 100, maxAgeMs: 60_000, presenceTtlMs: 30_000, idleStreamMs: 60_000 };
+  const broker = await RedisBroker.open(connection, bounds, { node: name, log: pino({ level: 'silent' }) });
+  return new Hub(
+    { broker, clock, log: pino({ level: 'silent' }), onFallback: () => undefined, onStreamLost: (address) => lost.push(address) },
+    { node: name, presenceTtlMs: 30_000, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100 },
+  );
+}
+
+describe('a held tab whose stream is lost and made again by an event', () => {
+  it('its connection is told EventsLost before the event, and its node derives the results again once', async () => {
+    const prefix = testPrefix('remade');
+    const clock = new ManualClock();
+    const lost: TabAddress[] = [];
+    const [one, two] = [await node('node-1', prefix, clock, lost), await node('node-2', prefix, clock, [])];
+    await one.refresh();
+    const page = new FakeConnection();
+    await one.attach(A, page);
+    await two.deliver(A, { type: 'E', data: 1 });
+    await until(() => page.frames.length === 1, 'the first event');
+    const before = page.frames[0]!.id;
+
+    // The stream, its meta key and its publish keys go; the holders stay.
+    const base = `${prefix}t:{${A.session}:${A.tabId}}`;
+    const redis = connections[0]!.client;
+    expect(await redis.del(`${base}:m`, `${base}:ev`, `${base}:k`)).toBeGreaterThanOrEqual(2);
+    clock.advance(1_000);
+    await two.deliver(A, { type: 'E', data: 2 });
+    await until(() => lost.length > 0 && page.frames.length >= 3, 'EventsLost, the event and the derivation');
+    expect(page.frames.map((f) => f.type)).toEqual(['E', 'EventsLost', 'E']);
+    expect(page.frames[1]!.data).toEqual({ after: before, epoch: page.frames[2]!.id - 1 });
+    expect(page.frames[2]!.id).toBeGreaterThan(before);
+    expect(lost).toEqual([A]);
+
+    // Once: the hold that reported it cleared the mark; later events and re-holds derive nothing more.
+    await two.deliver(A, { type: 'E', data: 3 });
+    await until(() => page.frames.length === 4, 'the next event');
+    await one.roll();
+    expect(await one.holds(A)).toBe(true);
+    expect(lost).toEqual([A]);
+  });
+});
