@@ -34,8 +34,6 @@ interface Stream {
    * Absent until the first such trim, so an idle tab pays nothing.
    */
   trimmed?: Entry[];
-  /** Made by an append (the tab's stream was lost), not held since: its next hold reports it made. */
-  madeByAppend?: boolean;
 }
 
 /**
@@ -72,10 +70,7 @@ export class MemoryBroker implements Broker {
       return { frame: earlier.frame, unsent: [], dropped: { overflow: 0, expired: 0 }, duplicate: true };
     }
     if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
-    if (!stream) {
-      stream = this.create(key, now);
-      stream.madeByAppend = true;
-    }
+    stream ??= this.create(key, now);
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback, key: publishKey });
@@ -155,10 +150,8 @@ export class MemoryBroker implements Broker {
     // A literal when it is the first: push onto an empty array reserves room for 16 (~120 B more per idle tab).
     else if (stream.holders.length === 0) stream.holders = [{ node, connectedUntil }];
     else stream.holders.push({ node, connectedUntil });
-    const remade = stream.madeByAppend === true;
-    // Set to false, not deleted: a delete would turn the stream into a slower, larger dictionary object.
-    if (remade) stream.madeByAppend = false;
-    return { created: existing === undefined, remade, epoch: stream.epoch };
+    // Nothing here lets a stream go but its bounds: never remade (broker.ts `hold`).
+    return { created: existing === undefined, remade: false, epoch: stream.epoch };
   }
 
   async heartbeat(node: string, now: number): Promise<string> {
@@ -169,10 +162,7 @@ export class MemoryBroker implements Broker {
 
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
     const lost: TabAddress[] = [];
-    for (const { to, connectedUntil } of tabs) {
-      const held = this.holdAt(to, node, connectedUntil, now, true);
-      if (held.created || held.remade) lost.push(to);
-    }
+    for (const { to, connectedUntil } of tabs) if (this.holdAt(to, node, connectedUntil, now, true).created) lost.push(to);
     return lost;
   }
 

@@ -143,13 +143,20 @@ local function pruneDead(p)
 end
 -- A replica promoted to primary keeps the replication id of the primary it took over from as master_replid2,
 -- and may lack that primary's last writes (replication is asynchronous). A tab whose meta key (KEYS[1]) was
--- last written under that id is therefore treated as absent: the keys in gone are deleted, and the script
--- goes on as on a shard that came back empty (a new epoch; docs/redis.md "Replicas and fail-over"). Returns
--- the fields that stamp the meta key with this primary's id, for the script's HSET. A key moved here by a
--- re-shard carries another primary's id, not master_replid2, and is kept.
+-- last written under that id is therefore treated as lost: the keys in gone (the meta key among them) are
+-- deleted, and the script goes on as on a shard that came back empty (a new epoch; docs/redis.md "Replicas
+-- and fail-over"). The meta key is left holding only x, with its lifetime: whichever script makes the stream
+-- again keeps it, and the stream's first hold reports it made again, so its holder derives results again.
+-- Returns the fields that stamp the meta key with this primary's id, for the script's HSET. A key moved here
+-- by a re-shard carries another primary's id, not master_replid2, and is kept.
 local function lineage(gone)
   local info = redis.call('INFO', 'replication')
-  if redis.call('HGET', KEYS[1], 'r') == string.match(info, 'master_replid2:(%x+)') then redis.call('DEL', unpack(gone)) end
+  if redis.call('HGET', KEYS[1], 'r') == string.match(info, 'master_replid2:(%x+)') then
+    local ttl = redis.call('PTTL', KEYS[1])
+    redis.call('DEL', unpack(gone))
+    redis.call('HSET', KEYS[1], 'x', 1)
+    if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) end
+  end
   return {'r', string.match(info, 'master_replid:(%x+)')}
 end
 `;

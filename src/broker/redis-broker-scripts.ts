@@ -5,8 +5,8 @@ import { CLUSTER_PRELUDE, LIB, SINGLE_PRELUDE } from './redis-broker-lua.js';
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
  * in one hash slot (the `{…}` tag):
  * - `…:m` hash: `e` epoch, `l` newest offset, `s` sent mark (offset), `t` last touch; on a Redis Cluster `r`, the
- *   replication id of the primary that last wrote it (redis-broker-lua.ts `lineage`); `x` while a stream an append
- *   made (its tab's stream was lost) has not been held since;
+ *   replication id of the primary that last wrote it, and `x` from a fail-over's check that let the tab's
+ *   stream go until the stream's next hold (redis-broker-lua.ts `lineage`);
  * - `…:ev` list of entries `offset:at:fallbackFlag[publishKey]:json` (json: `{type, data, fallback?}`), oldest
  *   first; the publish key follows the flag digit, so parsers that read `offset:at:flag` and the json after the
  *   third ':' (those of earlier versions too, during a rolling upgrade) are not disturbed by it;
@@ -87,10 +87,9 @@ end
 local made = not epoch
 local off, sent
 if made then
-  -- x: made by an append, so the tab's stream was lost (it expired, its shard came back empty or took over
-  -- from a primary): its next hold reports it made, and its holder tells its connections and derives results again.
+  -- A fail-over's x (lineage) stays: the stream's next hold reports it made again.
   epoch, off, sent = epochFrom(ARGV[2]), 1, 0
-  redis.call('HSET', KEYS[1], 'e', epoch, 'l', off, 's', sent, 't', ARGV[1], 'x', 1, unpack(stamp))
+  redis.call('HSET', KEYS[1], 'e', epoch, 'l', off, 's', sent, 't', ARGV[1], unpack(stamp))
 else
   off, sent = tonumber(meta[2]) + 1, tonumber(meta[3])
   redis.call('HSET', KEYS[1], 'l', off, 't', ARGV[1], unpack(stamp))
@@ -183,7 +182,8 @@ return out`;
  * before its pipeline runs, on a connection of its own, so it may land after the `twHold` of a connection
  * that attached meanwhile; lowering that entry would stop the tab's announcements to its node (only the
  * node's own detach, on its command connection in order with its attaches, lowers it). Answers {made, epoch}:
- * made 1 when this hold made the stream, 2 when an append made it again since the last hold, else 0.
+ * made 1 when this hold made the stream, 2 when an append made it again after a fail-over's check let it go
+ * (lineage), else 0.
  */
 const HOLD = (prelude: string): string => `${prelude}${LIB}
 local stamp = lineage({KEYS[1], KEYS[2]})
@@ -191,7 +191,7 @@ local meta = redis.call('HMGET', KEYS[1], 'e', 'x')
 local epoch, created, made = meta[1], 0, false
 if epoch then
   redis.call('HSET', KEYS[1], 't', ARGV[1], unpack(stamp))
-  -- The first hold of a stream an append made again (PUBLISH, x): reported as remade (2).
+  -- The first hold of a stream that a fail-over's check let go and an append made again (lineage): 2.
   if meta[2] then
     created = 2
     redis.call('HDEL', KEYS[1], 'x')
@@ -199,6 +199,7 @@ if epoch then
 else
   epoch, created, made = epochFrom(ARGV[2]), 1, true
   redis.call('HSET', KEYS[1], 'e', epoch, 'l', 0, 's', 0, 't', ARGV[1], unpack(stamp))
+  if meta[2] then redis.call('HDEL', KEYS[1], 'x') end
 end
 -- Whether this node's entry is new in p, which may then be new too (and have no lifetime yet).
 local fresh
