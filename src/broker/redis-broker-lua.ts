@@ -87,8 +87,8 @@ local function trim(ev, n, all, sent, limit, cutoff, k, kt)
 end
 local function epochFrom(asked)
   -- The epoch of a stream made now: the caller's (its clock's ms x 1000), but never below Redis's own clock. A
-  -- script can run long after its caller read the time (a command the client sent again after a fail-over),
-  -- and a stream made with that old time would number its events below ids its pages already have.
+  -- script can run long after its caller read the time (seen after a fail-over to a replica), and a stream
+  -- made with that old time would number its events below ids its pages already have.
   local t = redis.call('TIME')
   local floor = (tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) * 1000
   if floor > tonumber(asked) then return string.format('%.0f', floor) end
