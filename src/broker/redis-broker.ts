@@ -31,6 +31,15 @@ import { LivenessView } from './liveness-view.js';
  */
 export const EVENTS_CHANNEL_PREFIX = 'events:';
 
+/** A tab's keys (redis-broker-scripts.ts names them), in one hash slot. */
+export type TabKeys = [m: string, ev: string, p: string, k: string, kt: string];
+
+/** The keys of the tab at `to` under `prefix` (the connection's). */
+export function tabKeys(prefix: string, to: TabAddress): TabKeys {
+  const base = `${prefix}t:{${to.session}:${to.tabId}}`;
+  return [`${base}:m`, `${base}:ev`, `${base}:p`, `${base}:k`, `${base}:kt`];
+}
+
 /** The channel of `node`'s announcements (unprefixed). */
 export const eventsChannel = (node: string): string => `${EVENTS_CHANNEL_PREFIX}${node}`;
 
@@ -328,8 +337,7 @@ export class RedisBroker implements Broker {
     return undefined;
   }
 
-  private keys(to: TabAddress): [m: string, ev: string, p: string, k: string, kt: string] {
-    const base = `${this.prefix}t:{${to.session}:${to.tabId}}`;
-    return [`${base}:m`, `${base}:ev`, `${base}:p`, `${base}:k`, `${base}:kt`];
+  private keys(to: TabAddress): TabKeys {
+    return tabKeys(this.prefix, to);
   }
 }

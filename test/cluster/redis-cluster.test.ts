@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fetchSignInfo, postDecision } from '../../src/cli/signer.js';
 import { AnnouncementFailed } from '../../src/broker/broker.js';
-import { RedisBroker } from '../../src/broker/redis-broker.js';
+import { RedisBroker, tabKeys } from '../../src/broker/redis-broker.js';
 import { connectRedisCluster } from '../../src/redis/cluster-connection.js';
 import { privateKeyFromPem } from '../../src/identity/keys.js';
 import type { TabAddress } from '../../src/protocol/address.js';
@@ -78,7 +78,7 @@ const migrateKeys = (from: number, to: number, keys: readonly string[]) => direc
 const keysInSlot = async (i: number, slot: number): Promise<string[]> => (await direct[i]!.call('CLUSTER', 'GETKEYSINSLOT', slot, 100)) as string[];
 const nodeId = (node: TestService): string => (node.app.tabwire.hub as unknown as { settings: { node: string } }).settings.node;
 const addressOf = async (node: TestService, tab: TestTab): Promise<TabAddress> => ({ tabId: tab.tabId, session: (await node.store.tabs.sessionOf(tab.tabId))! });
-const metaKey = (to: TabAddress): string => `${prefix}t:{${to.session}:${to.tabId}}:m`;
+const metaKey = (to: TabAddress): string => tabKeys(prefix, to)[0];
 const n = (frame: EventFrame): string => (frame.data as { n: string }).n;
 
 /** A node's announcements so far, from its /metrics: for tabs it holds and for tabs it does not. */
@@ -340,7 +340,7 @@ describe('streams and presence on a Redis Cluster', () => {
       // A tab whose keys are not on the shard of node-1's channel, which is stalled below.
       const channelShard = await shardOf(`${brokerPrefix}events:node-1`);
       let to: TabAddress = { tabId: 'tab-00000', session: 'c'.repeat(64) };
-      for (let k = 1; (await shardOf(`${brokerPrefix}t:{${to.session}:${to.tabId}}:m`)) === channelShard; k++) to = { ...to, tabId: `tab-${String(k).padStart(5, '0')}` };
+      for (let k = 1; (await shardOf(tabKeys(brokerPrefix, to)[0])) === channelShard; k++) to = { ...to, tabId: `tab-${String(k).padStart(5, '0')}` };
       const now = Date.now();
       await holder!.hold(to, 'node-1', now + 1e9, now);
       const fallback = (k: number) => ({ kind: 'agent-message' as const, accountId: 'acct', from: 'x@y', to: 'u@agents', type: 'chat', content: `<m n="${k}"/>`, createdAt: 0 });

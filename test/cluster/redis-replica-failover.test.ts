@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import { tabKeys } from '../../src/broker/redis-broker.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 import { postgresDatabase } from '../helpers/backends.js';
@@ -96,8 +97,8 @@ const replicationField = async (i: number, field: string): Promise<string | unde
 
 const n = (frame: EventFrame): string => (frame.data as { n: string }).n;
 
-/** A tab's stream key (redis-broker.ts `keys`). */
-const streamKeyOf = (address: TabAddress): string => `${prefix}t:{${address.session}:${address.tabId}}:ev`;
+/** A tab's stream key. */
+const streamKeyOf = (address: TabAddress): string => tabKeys(prefix, address)[1];
 
 /**
  * A tab registered on `service` whose shard's primary has a replica, with that shard: a fail-over earlier in

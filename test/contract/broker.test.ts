@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Announcement, Broker, BrokerBounds } from '../../src/broker/broker.js';
 import { MemoryBroker } from '../../src/broker/memory-broker.js';
-import { eventsChannel, RedisBroker } from '../../src/broker/redis-broker.js';
+import { eventsChannel, RedisBroker, tabKeys } from '../../src/broker/redis-broker.js';
 import type { DeliveryFallback } from '../../src/broker/broker.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { RedisConnection } from '../../src/redis/connection.js';
@@ -542,9 +542,9 @@ describe('redis broker across nodes', () => {
     await broker.publish(A, ev(1), T0 + 1);
     // What redis-broker-lua.ts `lineage` leaves of A's and B's streams on a promoted replica.
     for (const to of [A, B]) {
-      const base = `${prefix}t:{${to.session}:${to.tabId}}`;
-      await connection.client.del(`${base}:m`, `${base}:ev`, `${base}:k`);
-      await connection.client.hset(`${base}:m`, 'x', 1);
+      const [m, ev, , k] = tabKeys(prefix, to);
+      await connection.client.del(m, ev, k);
+      await connection.client.hset(m, 'x', 1);
     }
     expect((await broker.read(A, undefined, T0 + 2)).epoch).toBe(0);
     const again = (await broker.publish(A, ev(2), T0 + 3)).frame!;

@@ -1,6 +1,6 @@
 import pino from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { RedisBroker } from '../../src/broker/redis-broker.js';
+import { RedisBroker, tabKeys } from '../../src/broker/redis-broker.js';
 import { ManualClock } from '../../src/clock.js';
 import { Hub } from '../../src/hub/hub.js';
 import type { TabAddress } from '../../src/protocol/address.js';
@@ -47,10 +47,10 @@ describe('a held tab whose stream is lost and made again by an event', () => {
     // What the check leaves on a promoted replica (redis-broker-lua.ts `lineage`): the stream and its publish
     // keys gone, the meta key holding only x, the holders kept. (On one Redis no script checks; the state is
     // made here.)
-    const base = `${prefix}t:{${A.session}:${A.tabId}}`;
+    const [m, ev, , k] = tabKeys(prefix, A);
     const redis = connections[0]!.client;
-    expect(await redis.del(`${base}:m`, `${base}:ev`, `${base}:k`)).toBeGreaterThanOrEqual(2);
-    await redis.hset(`${base}:m`, 'x', 1);
+    expect(await redis.del(m, ev, k)).toBeGreaterThanOrEqual(2);
+    await redis.hset(m, 'x', 1);
     clock.advance(1_000);
     await two.deliver(A, { type: 'E', data: 2 });
     await until(() => lost.length > 0 && page.frames.length >= 3, 'EventsLost, the event and the derivation');
