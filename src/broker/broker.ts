@@ -192,6 +192,12 @@ export interface StreamRead {
   last: number;
   /** The stream's epoch (0 when the broker has no stream for the tab). */
   epoch: number;
+  /**
+   * No stream, because the broker let it go (a Redis Cluster's check after a fail-over to a replica,
+   * docs/redis.md "Replicas and fail-over") and nothing made it again yet: events written to it may be gone,
+   * and the tab's next hold reports it lost. Absent otherwise.
+   */
+  letGo?: true;
   /** The cursor was given and events after it are gone (another epoch, or past the bounds): tell the client. */
   lost: boolean;
   /** Fallbacks of events that expired unsent while reading: store them. */

@@ -117,8 +117,9 @@ return result`;
 /** KEYS m ev p k kt; ARGV now limit cutoff */
 const READ = (prelude: string): string => `${prelude}${LIB}
 lineage({KEYS[1], KEYS[2], KEYS[4], KEYS[5]})
-local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's')
-if not meta[1] then return {} end
+local meta = redis.call('HMGET', KEYS[1], 'e', 'l', 's', 'x')
+-- No stream; 'x' when the check let it go (lineage) and nothing made it again.
+if not meta[1] then return meta[4] and {'x'} or {} end
 local all = redis.call('LRANGE', KEYS[2], 0, -1)
 local out, overflow, expired, popped, trimmed, kept = trim(KEYS[2], #all, all, tonumber(meta[3]), tonumber(ARGV[2]), tonumber(ARGV[3]), KEYS[4], KEYS[5])
 if kept and trimmed > 0 then

@@ -166,7 +166,10 @@ export class RedisBroker implements Broker {
   async read(to: TabAddress, afterId: number | undefined, now: number): Promise<StreamRead> {
     const [m, ev, p, k, kt] = this.keys(to);
     const reply = await this.redis.twRead(m, ev, p, k, kt, now, this.bounds.limit, now - this.bounds.maxAgeMs);
-    if (reply.length === 0) return { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0, awaiting: NONE_AWAITING };
+    if (reply.length <= 1) {
+      const gone = { frames: [], last: 0, epoch: 0, lost: afterId !== undefined, unsent: [], expired: 0, awaiting: NONE_AWAITING };
+      return reply[0] === 'x' ? { ...gone, letGo: true } : gone;
+    }
     const epoch = Number(reply[0]);
     const last = epoch + Number(reply[1]);
     const sent = epoch + Number(reply[2]);

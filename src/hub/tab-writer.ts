@@ -67,8 +67,13 @@ export class TabWriter {
     if (lowest === undefined) return;
     const read = await this.read(tab.address, lowest);
     // No stream at all (the broker lost it and nothing made it again yet): the presence refresh or the
-    // next event makes one, and the catch-up then tells each connection once.
-    if (read.epoch === 0) return;
+    // next event makes one, and the catch-up then tells each connection once. A stream a fail-over's check let
+    // go may have held events nobody was written, a login's result among them, and a quiet tab may see no next
+    // event: it is held again at once, which makes the stream and has its results derived again.
+    if (read.epoch === 0) {
+      if (read.letGo && !known.remade) this.deps.remade(tab);
+      return;
+    }
     let written = 0;
     let remade = false;
     tab.connections.forEach((cursor, connection) => {

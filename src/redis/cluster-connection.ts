@@ -6,6 +6,9 @@ import { checkVersionOnReady } from './version.js';
 import { Listeners } from '../listeners.js';
 import { boundedCommands, withDeadline } from './deadline.js';
 
+/** How often the subscriptions' client reads the cluster's slot map (`CLUSTER SLOTS`). */
+const SUBSCRIBER_SLOTS_REFRESH_MS = 5_000;
+
 export interface RedisClusterConnectOptions {
   /** Put before every key and channel name, as on one Redis (docs/configuration.md `redisKeyPrefix`). */
   prefix?: string;
@@ -65,6 +68,11 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
       // connection, which then refuses every other command: the subscriptions have a client of their own.
       enableAutoPipelining: !sharded,
       shardedSubscribers: sharded,
+      // The subscriptions' client asks for the slot map now and then: a fail-over or a re-shard elsewhere changes
+      // no shard it subscribes on, so it would not hear of it. A changed map makes it subscribe again, and the
+      // node's open tabs then read their streams (subscribersReady below), which is how a quiet tab's stream that
+      // a fail-over let go is found (docs/redis.md "Replicas and fail-over").
+      ...(sharded ? { slotsRefreshInterval: SUBSCRIBER_SLOTS_REFRESH_MS } : {}),
     });
     watch(cluster, role, moduleLog, 'Redis Cluster');
     return cluster;

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
+import type { Announcement } from '../../src/broker/broker.js';
 import { tabKeys } from '../../src/broker/redis-broker.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
@@ -199,5 +200,52 @@ describe('the streams on a Redis Cluster with replicas', () => {
     await deliver(two, address, 'marker');
     await until(() => back.events.some((e) => e.type === 'Routed'), 'the marker');
     expect(back.events.filter((e) => e.type === 'SignatureReceived').map(purposeOf)).toEqual(['while away']);
+  }, 120_000);
+
+  it('a quiet page: a login\'s result appended on a primary that dies before its replica has it, and before the page\'s node read it: the page is told EventsLost and gets the result, derived again, without waiting for its tab\'s re-hold', async () => {
+    const [one, two] = nodes;
+    const { tab, address, shard } = await tabWithReplica(one);
+    onTestFinished(() => tab.close());
+    await deliver(two, address, 'a1');
+    const [a1] = await tab.received(1);
+    // Node 1 re-holds no tab on its own during this test: its rolling re-hold (every tab within 150 s) would
+    // find the stream let go in the end, and the page would get the result then.
+    const hub = one.app.tabwire.hub;
+    const roll = hub.roll.bind(hub);
+    hub.roll = async () => undefined;
+    onTestFinished(() => {
+      hub.roll = roll;
+    });
+    // The instant: the result appended and announced on the primary, which dies with the announcement still
+    // in its buffer for node 1 (dropped here), and before its replica has the append.
+    const hears = hub as unknown as { onAnnouncement(announcement: Announcement): void };
+    const hear = hears.onAnnouncement.bind(hub);
+    let deaf = true;
+    let dropped = 0;
+    hears.onAnnouncement = (announcement) => {
+      if (deaf && announcement.to.tabId === address.tabId) dropped++;
+      else hear(announcement);
+    };
+    onTestFinished(() => {
+      hears.onAnnouncement = hear;
+    });
+    await failOverLosing(shard, async () => {
+      await settleCode({ qrBase: two.baseUrl, signBase: two.baseUrl, page: tab, purpose: 'while quiet', decision: 'approve' });
+      await until(async () => (await direct[shard.primary.index]!.lrange(streamKeyOf(address), 0, -1)).some((e) => e.includes('while quiet')), 'the result appended');
+      await until(() => dropped > 0, 'the result announced');
+    });
+    deaf = false;
+
+    const result = await tab.next('SignatureReceived');
+    expect(purposeOf(result)).toBe('while quiet');
+    const described = JSON.stringify(tab.events);
+    const lostAt = tab.events.findIndex((e) => e.type === 'EventsLost');
+    expect(lostAt, described).toBeGreaterThan(0);
+    expect(lostAt, described).toBeLessThan(tab.events.indexOf(result));
+    expect((tab.events[lostAt]!.data as { after: number }).after, described).toBe(a1!.id);
+    // Once: a marker published after it comes next, and the result came once.
+    await deliver(two, address, 'marker');
+    await until(() => tab.events.some((e) => e.type === 'Routed' && n(e) === 'marker'), 'the marker');
+    expect(tab.events.filter((e) => e.type === 'SignatureReceived').map(purposeOf)).toEqual(['while quiet']);
   }, 120_000);
 });
