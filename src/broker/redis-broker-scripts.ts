@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { CLUSTER_PRELUDE, LIB, SINGLE_PRELUDE } from './redis-broker-lua.js';
+import { HEARTBEAT } from './redis-heartbeat-script.js';
 
 /**
  * The Redis broker's scripts (redis-broker.ts; docs/redis.md "Event streams"). Per tab address three keys,
@@ -241,28 +242,6 @@ return result`;
 const PRESENCE = (prelude: string): string => `${prelude}${LIB}
 local live, conn = holders(KEYS[1], tonumber(ARGV[1]))
 return {live, conn and 1 or 0}`;
-
-/**
- * KEYS nodes generation; ARGV now node aliveUntil newGeneration forgetBefore withView. Extends the node's life and
- * returns Redis's generation: a marker made again whenever Redis lost its data, so each node learns that it must
- * hold its tabs again. Nodes whose life ended before `forgetBefore` leave the set here, so it stays as small as
- * the cluster: on one Redis at once (a node the set does not know counts as dead there); on a Redis Cluster a day
- * later, because a node unknown to a caller's view counts as alive there. `withView` '1': the reply also
- * carries the set, node then alive-until, for the caller's view (a Redis Cluster's scripts cannot read it).
- */
-const HEARTBEAT = `
-local generation = redis.call('GET', KEYS[2])
-if not generation then
-  generation = ARGV[4]
-  redis.call('SET', KEYS[2], generation)
-end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', ARGV[5])
-redis.call('ZADD', KEYS[1], 'GT', ARGV[3], ARGV[2])
-local reply = {generation}
-if ARGV[6] == '1' then
-  for _, v in ipairs(redis.call('ZRANGE', KEYS[1], 0, -1, 'WITHSCORES')) do table.insert(reply, v) end
-end
-return reply`;
 
 /** What a script answers: Lua tables arrive as arrays of strings and integers. */
 export type Reply = (string | number)[];

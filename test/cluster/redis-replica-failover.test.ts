@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { Announcement } from '../../src/broker/broker.js';
-import { tabKeys } from '../../src/broker/redis-broker.js';
+import { tabKeys } from '../../src/broker/redis-broker-keys.js';
 import type { TabAddress } from '../../src/protocol/address.js';
 import type { EventFrame } from '../../src/protocol/frames.js';
 import { postgresDatabase } from '../helpers/backends.js';

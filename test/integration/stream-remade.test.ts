@@ -1,6 +1,7 @@
 import pino from 'pino';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { RedisBroker, tabKeys } from '../../src/broker/redis-broker.js';
+import { RedisBroker } from '../../src/broker/redis-broker.js';
+import { tabKeys } from '../../src/broker/redis-broker-keys.js';
 import { ManualClock } from '../../src/clock.js';
 import { Hub } from '../../src/hub/hub.js';
 import type { TabAddress } from '../../src/protocol/address.js';
