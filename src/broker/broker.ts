@@ -91,8 +91,9 @@ export interface Broker {
    * far ahead). A node the broker does not know yet counts as alive for `presenceTtlMs` from here.
    * `created`: the broker had no stream for the tab (new to the service, or its stream was lost) and made one.
    * `remade`: the broker let the stream go (a Redis Cluster's check after a fail-over to a replica,
-   * docs/redis.md "Replicas and fail-over") and an append made it again before this hold, so events wait in
-   * it: for what follows a loss (results derived again) it counts as `created`.
+   * docs/redis.md "Replicas and fail-over"; the memory broker: its process started since the tab was last
+   * held) and an append made it again before this hold, so events wait in it: for what follows a loss
+   * (results derived again) it counts as `created`.
    */
   hold(to: TabAddress, node: string, connectedUntil: number, now: number): Promise<HoldOutcome>;
   /**

@@ -29,6 +29,11 @@ interface Stream {
   /** Last publish, hold or refresh: a stream nobody holds is kept `idleStreamMs` after it. */
   touched: number;
   /**
+   * Made by a publish for a tab no hold of this broker met: its first hold reports it `remade` (the process
+   * restarted, and what the stream had before is gone; docs/events.md "Restarts").
+   */
+  unheld: boolean;
+  /**
    * Keyed entries trimmed for the count bound while younger than the age bound, oldest first: a retry of
    * one (it comes within the age bound) answers it instead of appending a copy, as in Redis (`…:kt`).
    * Absent until the first such trim, so an idle tab pays nothing.
@@ -39,7 +44,8 @@ interface Stream {
 /**
  * The broker of one node: the streams and presence in this process's memory, with the semantics of the
  * Redis broker (broker.ts), so one node and a cluster behave alike. Lost when the process stops: after
- * a restart every stream starts a new epoch. Announcements loop back in-process, each in a microtask, so
+ * a restart every stream starts a new epoch, and the first hold of each tab reports its stream lost, also
+ * when a publish made it first (`writtenResults` says what was written before a clean stop). Announcements loop back in-process, each in a microtask, so
  * a publisher never re-enters a listener synchronously (the same shape of asynchrony as Redis pub/sub).
  */
 export class MemoryBroker implements Broker {
@@ -70,7 +76,7 @@ export class MemoryBroker implements Broker {
       return { frame: earlier.frame, unsent: [], dropped: { overflow: 0, expired: 0 }, duplicate: true };
     }
     if (fallback && !(stream && this.connected(stream, now))) return { frame: undefined, unsent: [], dropped: { overflow: 0, expired: 0 } };
-    stream ??= this.create(key, now);
+    stream ??= this.create(key, now, true);
     stream.touched = now;
     const frame: EventFrame = { type: event.type, data: event.data, id: ++stream.last };
     stream.entries.push({ frame, at: now, fallback, key: publishKey });
@@ -142,16 +148,17 @@ export class MemoryBroker implements Broker {
   private holdAt(to: TabAddress, node: string, connectedUntil: number, now: number, keepLater: boolean): HoldOutcome {
     const key = addressKey(to);
     const existing = this.live(key, now);
-    const stream = existing ?? this.create(key, now);
+    const stream = existing ?? this.create(key, now, false);
     stream.touched = now;
+    const remade = stream.unheld;
+    stream.unheld = false;
     if (!this.nodes.has(node)) this.nodes.set(node, now + this.bounds.presenceTtlMs);
     const holder = stream.holders.find((h) => h.node === node);
     if (holder) holder.connectedUntil = keepLater ? Math.max(holder.connectedUntil, connectedUntil) : connectedUntil;
     // A literal when it is the first: push onto an empty array reserves room for 16 (~120 B more per idle tab).
     else if (stream.holders.length === 0) stream.holders = [{ node, connectedUntil }];
     else stream.holders.push({ node, connectedUntil });
-    // Nothing here lets a stream go but its bounds: never remade (broker.ts `hold`).
-    return { created: existing === undefined, remade: false, epoch: stream.epoch };
+    return { created: existing === undefined, remade, epoch: stream.epoch };
   }
 
   async heartbeat(node: string, now: number): Promise<string> {
@@ -162,7 +169,10 @@ export class MemoryBroker implements Broker {
 
   async refresh(tabs: readonly { to: TabAddress; connectedUntil: number }[], node: string, now: number): Promise<TabAddress[]> {
     const lost: TabAddress[] = [];
-    for (const { to, connectedUntil } of tabs) if (this.holdAt(to, node, connectedUntil, now, true).created) lost.push(to);
+    for (const { to, connectedUntil } of tabs) {
+      const held = this.holdAt(to, node, connectedUntil, now, true);
+      if (held.created || held.remade) lost.push(to);
+    }
     return lost;
   }
 
@@ -199,6 +209,21 @@ export class MemoryBroker implements Broker {
       expired += gone.dropped;
     }
     return { unsent, expired };
+  }
+
+  /**
+   * The publish keys `accept`ed of the entries published since `since` that were written to a connection (at
+   * or before their stream's sent mark), each with its publish time: what a node records at a clean stop, so
+   * that the results its pages had are not sent again after its restart (docs/events.md "Restarts").
+   */
+  writtenKeys(since: number, accept: (key: string) => boolean): { key: string; at: number }[] {
+    const out: { key: string; at: number }[] = [];
+    for (const stream of this.streams.values()) {
+      for (const e of [...(stream.trimmed ?? []), ...stream.entries]) {
+        if (e.key !== undefined && e.at >= since && e.frame.id <= stream.sent && accept(e.key)) out.push({ key: e.key, at: e.at });
+      }
+    }
+    return out;
   }
 
   /** Streams kept (diagnostics and tests). */
@@ -242,9 +267,9 @@ export class MemoryBroker implements Broker {
     return false;
   }
 
-  private create(key: string, now: number): Stream {
+  private create(key: string, now: number, unheld: boolean): Stream {
     const epoch = epochAt(now);
-    const stream: Stream = { epoch, last: epoch, sent: epoch, entries: [], holders: [], touched: now };
+    const stream: Stream = { epoch, last: epoch, sent: epoch, entries: [], holders: [], touched: now, unheld };
     this.streams.set(key, stream);
     return stream;
   }

@@ -30,3 +30,6 @@ export const newPublishKey = (): string => randomBytes(16).toString('base64url')
  * broker.
  */
 export const resultPublishKey = (code: string): string => `r${createHash('sha256').update(code).digest('base64url').slice(0, 32)}`;
+
+/** Whether a publish key is a result's (`resultPublishKey`; `newPublishKey`'s are 22 characters). */
+export const isResultPublishKey = (key: string): boolean => /^r[\w-]{32}$/.test(key);

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock.js';
 import { sharedStateUnavailable, TabwireError } from '../errors.js';
-import type { CodeStore, TabStore } from '../store/stores.js';
+import type { CodeStore, TabStore, WrittenResultStore } from '../store/stores.js';
 import { addressKey, type TabAddress } from '../protocol/address.js';
 import { BoundOrigins } from './bound-origins.js';
 import { OwnerCache } from './owner-cache.js';
@@ -15,6 +15,8 @@ export type RegisterOutcome = 'ok' | 'conflict' | 'too_many_tabs';
 export interface TabRegistryDeps {
   tabs: TabStore;
   codes: Pick<CodeStore, 'recentTabEvents'>;
+  /** Results written to their pages before a clean stop of a node whose streams were in memory: not sent again. */
+  writtenResults: Pick<WrittenResultStore, 'writtenAmong'>;
   hub: Hub;
   clock: Clock;
   /**
@@ -280,10 +282,14 @@ export class TabRegistry {
   }
 
   private async replayResults(address: TabAddress): Promise<void> {
-    const since = this.deps.clock.now() - this.settings.resultReplayMs;
-    for (const record of await this.deps.codes.recentTabEvents(address.tabId, address.session, since)) {
+    const now = this.deps.clock.now();
+    const records = await this.deps.codes.recentTabEvents(address.tabId, address.session, now - this.settings.resultReplayMs);
+    if (records.length === 0) return;
+    const keyed = records.map((record) => ({ record, key: resultPublishKey(record.code) }));
+    const written = await this.deps.writtenResults.writtenAmong(keyed.map((k) => k.key), now);
+    for (const { record, key } of keyed) {
       // Under the result's own key: an event still in the stream is not appended again.
-      await this.deps.hub.deliver(address, record.event, undefined, resultPublishKey(record.code));
+      if (!written.has(key)) await this.deps.hub.deliver(address, record.event, undefined, key);
     }
   }
 }

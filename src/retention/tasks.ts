@@ -32,6 +32,8 @@ export function storeRetentionTasks(store: Store, windows: RetentionWindows): Pu
     { kind: 'codes', run: (now) => store.codes.deleteExpired(now - windows.codes) },
     // A request row outlives every code derived from it (quicklogin/qr-requests.ts); a minute more for nodes' clocks.
     { kind: 'qr_requests', run: (now) => store.qrRequests.deleteExpired(now - 60_000) },
+    // Each key expires with the replay window it was kept for (wiring/events.ts, at a stop).
+    { kind: 'written_results', run: (now) => store.writtenResults.deleteExpired(now) },
     { kind: 'registrations', run: (now) => store.services.deleteExpired(now - windows.registrations) },
     // Bodies hold identity properties and AgentApiTokens: they go whatever the callback's state.
     { kind: 'callbacks', run: (now) => store.callbacks.deleteEnded(now - windows.callbacks) },

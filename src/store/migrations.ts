@@ -301,6 +301,18 @@ const migrations: Record<string, Migration> = {
       await db.schema.createIndex('qr_requests_expires_at').on('qr_requests').column('expires_at').execute();
     },
   },
+  '0015_written_results': {
+    async up(db: Kysely<any>) {
+      // Results a node with its streams in memory had written to their pages when it stopped, by publish key
+      // (hub/delivery.ts resultPublishKey): the replay after its restart leaves them out (docs/events.md "Restarts").
+      await db.schema
+        .createTable('written_results')
+        .addColumn('publish_key', 'varchar(64)', (c) => c.primaryKey())
+        .addColumn('expires_at', 'bigint', (c) => c.notNull())
+        .execute();
+      await db.schema.createIndex('written_results_expires_at').on('written_results').column('expires_at').execute();
+    },
+  },
 };
 
 /** Rows read per query by a migration that visits a whole table. */

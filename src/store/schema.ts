@@ -185,10 +185,16 @@ export interface OidcClientsTable {
   created_at: number | string;
 }
 
+export interface WrittenResultsTable {
+  publish_key: string;
+  expires_at: number | string;
+}
+
 export interface Database {
   tabs: TabsTable;
   codes: CodesTable;
   qr_requests: QrRequestsTable;
+  written_results: WrittenResultsTable;
   identities: IdentitiesTable;
   server_keys: ServerKeysTable;
   accounts: AccountsTable;

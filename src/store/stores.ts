@@ -3,6 +3,7 @@ import type { CallbackStore } from './callback-store.js';
 import type { IdentityStore } from './identity-store.js';
 import type { OidcClientStore, OidcEntryStore } from './oidc-store.js';
 import type { QrRequestStore } from './qr-request-store.js';
+import type { WrittenResultStore } from './written-result-store.js';
 
 // The larger contracts live beside this file; re-exported so importers keep one path for every store type.
 export type { CodeState, CodeStore, LoginCode, Settlement, TabEventRecord, UnpublishedResult } from './code-store.js';
@@ -10,6 +11,7 @@ export { MARKS_PER_CALL } from './code-store.js';
 export type { Callback, CallbackState, CallbackStore, CallbackToStore } from './callback-store.js';
 export type { AttachmentMeta, Identity, IdentityCursor, IdentityState, IdentityStore } from './identity-store.js';
 export type { QrRequestRecord, QrRequestStore } from './qr-request-store.js';
+export type { WrittenResultStore } from './written-result-store.js';
 export type { FoundOidcEntry, OidcClient, OidcClientStore, OidcEntry, OidcEntryStore, OidcTokenAuth } from './oidc-store.js';
 
 /** `created`: the tab was free and is now the session's; `bound`: it was the session's already. */
@@ -162,6 +164,7 @@ export interface Store {
   codes: CodeStore;
   /** QR requests whose codes are derived (docs/signing.md "Derived codes"). */
   qrRequests: QrRequestStore;
+  writtenResults: WrittenResultStore;
   tabs: TabStore;
   identities: IdentityStore;
   serverKeys: ServerKeyStore;

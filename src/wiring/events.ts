@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { DeliveryFallback } from '../broker/broker.js';
+import { MemoryBroker } from '../broker/memory-broker.js';
 import { serveWebSocket } from '../channel/websocket.js';
 import { WebSocketUpgrade } from '../channel/websocket-upgrade.js';
 import { decideUpgrade, eventsRoutes } from '../http/events-routes.js';
@@ -9,6 +10,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config/schema.js';
 import type { TabAddress } from '../protocol/address.js';
 import { refreshTabBindings, tabBindingRefreshMs } from '../hub/binding-refresh.js';
+import { isResultPublishKey } from '../hub/delivery.js';
 import { Hub } from '../hub/hub.js';
 import { TabRegistry } from '../hub/registry.js';
 import type { Metrics } from '../metrics.js';
@@ -21,6 +23,8 @@ const HUB_SWEEP_MS = 5_000;
 /** How often unconfirmed XMPP messages are checked against their deadline (a no-op while none await one). */
 const CONFIRM_CHECK_MS = 1_000;
 /** How often a cluster node holds a share of its tabs again (each tab once per the hub's roll time). */
+/** Kept past a result's replay window, for a restart whose clock reads a little earlier. */
+const WRITTEN_RESULT_MARGIN_MS = 60_000;
 const ROLL_EVERY_MS = 1_000;
 /** The reference client polls again at once after an answer, or 5 s after an error. */
 const LONG_POLL_GAP_MS = 10_000;
@@ -120,6 +124,7 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
     {
       tabs: store.tabs,
       codes: store.codes,
+      writtenResults: store.writtenResults,
       hub,
       clock,
       // Redis errors of the broker are an outage of the shared state (docs/redis.md "During a Redis outage").
@@ -146,6 +151,18 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
         ] as [() => void, number][])
       : []),
   );
+  /**
+   * A node whose streams are in memory loses them as it stops, and after its restart each tab that comes back
+   * is sent its session's recent results again: those its pages were written are kept in the store and left
+   * out then, so a page gets each result once across a clean restart (docs/events.md "Restarts").
+   */
+  const rememberWrittenResults = async (): Promise<void> => {
+    if (!(broker instanceof MemoryBroker)) return;
+    const windowMs = config.outboxMaxAgeSeconds * 1000;
+    const written = broker.writtenKeys(clock.now() - windowMs, isResultPublishKey).map(({ key, at }) => ({ key, expiresAt: at + windowMs + WRITTEN_RESULT_MARGIN_MS }));
+    if (written.length === 0) return;
+    await store.writtenResults.remember(written).catch((err: unknown) => log.error({ err, results: written.length }, 'keeping the results written to pages failed: they may be sent again after the restart'));
+  };
   const heartbeat = () => hub.refresh().catch((err: unknown) => log.warn({ err }, 'presence heartbeat failed'));
   return {
     hub,
@@ -186,6 +203,7 @@ export function createEventsArea(config: Config, instanceId: string, { shared, c
       await timers.stop();
       await hub.stop();
       await Promise.all(writes);
+      await rememberWrittenResults();
     },
   };
 }

@@ -124,7 +124,7 @@ describe('TabRegistry.firstVisitSession (bounds)', () => {
   };
   const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
   const hub = new Hub({ broker, clock, log, onFallback: () => undefined }, { node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100 });
-  const registry = new TabRegistry({ tabs, codes: { recentTabEvents: async () => [] }, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 300, tabIdleMs: 60_000 });
+  const registry = new TabRegistry({ tabs, codes: { recentTabEvents: async () => [] }, writtenResults: { writtenAmong: async () => new Set<string>() }, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 300, tabIdleMs: 60_000 });
   const socket = (): TabConnection => ({ transport: 'websocket', open: true, send: () => true, close: () => undefined });
   const PAGE = 'https://shop.example';
 

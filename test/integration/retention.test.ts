@@ -108,9 +108,16 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     expect(await store.qrRequests.insertIfAbsent(qrRequest(1, t0 + 15 * MINUTE - 1))).toBe(true);
     expect(await store.qrRequests.insertIfAbsent(qrRequest(2, t0 + 15 * MINUTE + 1))).toBe(true);
 
+    // Results written before a stop go when their replay window ends (their expiry).
+    await store.writtenResults.remember([
+      { key: 'r-old', expiresAt: t0 + 16 * MINUTE - 1 },
+      { key: 'r-young', expiresAt: t0 + 20 * MINUTE },
+    ]);
+
     clock.advance(6 * MINUTE); // t0+16 min
     const deleted = await service.app.tabwire.purge.run();
-    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, oidc: 1, qr_requests: 1, tab_bindings: 0 });
+    expect(deleted).toEqual({ codes: 1, registrations: 1, callbacks: 3, oidc: 1, qr_requests: 1, written_results: 1, tab_bindings: 0 });
+    expect(await store.writtenResults.writtenAmong(['r-old', 'r-young'], t0)).toEqual(new Set(['r-young']));
     expect(await store.qrRequests.get(1)).toBeUndefined();
     expect(await store.qrRequests.get(2)).toBeDefined();
 
@@ -126,9 +133,9 @@ describe('retention purge (expired registrations, codes and finished callbacks w
     expect(await metric(service, 'tabwire_purged_total{kind="oidc"}')).toBe(1);
 
     // Running again deletes nothing more; later, the rest goes too.
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, oidc: 0, qr_requests: 0, tab_bindings: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 0, registrations: 0, callbacks: 0, oidc: 0, qr_requests: 0, written_results: 0, tab_bindings: 0 });
     clock.advance(20 * MINUTE);
-    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, oidc: 1, qr_requests: 1, tab_bindings: 0 });
+    expect(await service.app.tabwire.purge.run()).toEqual({ codes: 1, registrations: 1, callbacks: 1, oidc: 1, qr_requests: 1, written_results: 1, tab_bindings: 0 });
   }, 30_000);
 
   it('keeps what other features still need: a registration while codes issued under it may be signed, an approved code while its attachments are served', async () => {

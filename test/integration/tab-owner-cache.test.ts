@@ -33,7 +33,7 @@ function counted(): { clock: ManualClock; registry: TabRegistry; lookups: () => 
   });
   const broker = new MemoryBroker({ limit: 100, maxAgeMs: 60_000, presenceTtlMs: 1e12, idleStreamMs: 60_000 });
   const hub = new Hub({ broker, clock, log: pino({ level: 'silent' }), onFallback: () => undefined }, { node: 'n', presenceTtlMs: 1e12, outboxMaxAgeMs: 60_000, tabIdleMs: 60_000, longPollGapMs: 10_000, maxTabsPerSession: 100 });
-  const registry = new TabRegistry({ tabs, codes: store.codes, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 });
+  const registry = new TabRegistry({ tabs, codes: store.codes, writtenResults: store.writtenResults, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 });
   return { clock, registry, lookups: () => lookups };
 }
 

@@ -41,6 +41,7 @@ describe('TabRegistry through an outage', () => {
             return [result];
           },
         },
+        writtenResults: { writtenAmong: async () => new Set<string>() },
         hub,
         clock,
       },
@@ -71,6 +72,7 @@ describe('TabRegistry through an outage', () => {
       {
         tabs: tabStore() as TabStore,
         codes: { recentTabEvents: async () => [] },
+        writtenResults: { writtenAmong: async () => new Set<string>() },
         hub,
         clock,
         sharedUnavailable: (err) => err instanceof Error && err.message === 'Command timed out',

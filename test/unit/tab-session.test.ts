@@ -45,7 +45,7 @@ function tabStore(state: { down: boolean }): TabStore {
 function node(o: { maxTabsPerSession?: number } = {}) {
   const state = { down: false };
   const { hub, clock } = makeHub(o);
-  const registry = new TabRegistry({ tabs: tabStore(state), codes: { recentTabEvents: async () => [] }, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 });
+  const registry = new TabRegistry({ tabs: tabStore(state), codes: { recentTabEvents: async () => [] }, writtenResults: { writtenAmong: async () => new Set<string>() }, hub, clock }, { resultReplayMs: 60_000, registrationWaitMs: 100, tabIdleMs: 60_000 });
   return { state, hub, node: { registry, hub, log: pino({ level: 'silent' }) } };
 }
 

@@ -38,6 +38,7 @@ export const COLUMN_RULES: { readonly [T in keyof Database]: { readonly [C in ke
     id: BIG, kid: v(64), tab_id: v(64), session_hash: v(64), origin: TEXT, purpose: TEXT, property_filter: TEXT, attachment_filter: TEXT,
     service_id: v(128), agent_api_timeout: INT, scan_seconds: INT, validity_ms: BIG, created_at: BIG, expires_at: BIG,
   },
+  written_results: { publish_key: v(64), expires_at: BIG },
   identities: {
     id: v(255), provider: v(255), state: v(16), created_at: BIG, updated_at: BIG, valid_from: BIG, valid_to: BIG, properties: TEXT,
     attachments: TEXT, client_key_name: v(64), client_pub_key: TEXT, account_id: v(64), key_problem: v(32),

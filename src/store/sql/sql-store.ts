@@ -15,12 +15,14 @@ import { SqlQrRequestStore } from './qr-request-store.js';
 import { SqlServerKeyStore } from './server-key-store.js';
 import { SqlServiceRegistrationStore } from './service-registration-store.js';
 import { SqlTabStore } from './tab-store.js';
+import { SqlWrittenResultStore } from './written-result-store.js';
 
 /** The shared SQL stores on an open, migrated database; `close` is the dialect's (it owns the connection or pool). */
 export function createSqlStore(db: Kysely<Database>, flavour: SqlFlavour, close: () => Promise<void>): Store {
   return {
     codes: new SqlCodeStore(db, flavour),
     qrRequests: new SqlQrRequestStore(db),
+    writtenResults: new SqlWrittenResultStore(db),
     tabs: new SqlTabStore(db, flavour),
     identities: new SqlIdentityStore(db),
     serverKeys: new SqlServerKeyStore(db),
