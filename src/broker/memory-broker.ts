@@ -45,8 +45,9 @@ interface Stream {
  * The broker of one node: the streams and presence in this process's memory, with the semantics of the
  * Redis broker (broker.ts), so one node and a cluster behave alike. Lost when the process stops: after
  * a restart every stream starts a new epoch, and the first hold of each tab reports its stream lost, also
- * when a publish made it first (`writtenResults` says what was written before a clean stop). Announcements loop back in-process, each in a microtask, so
- * a publisher never re-enters a listener synchronously (the same shape of asynchrony as Redis pub/sub).
+ * when a publish made it first (`writtenKeys` tells its node what was written, kept at a clean stop).
+ * Announcements loop back in-process, each in a microtask, so a publisher never re-enters a listener
+ * synchronously (the same shape of asynchrony as Redis pub/sub).
  */
 export class MemoryBroker implements Broker {
   private readonly streams = new Map<string, Stream>();

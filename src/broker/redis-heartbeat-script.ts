@@ -1,5 +1,5 @@
-// The nodes' heartbeat: one script for all of a node's tabs (redis-broker-scripts.ts gives the keys of the rest).
 /**
+ * The nodes' heartbeat, one script for all of a node's tabs (redis-broker-scripts.ts has the per-tab scripts).
  * KEYS nodes generation; ARGV now node aliveUntil newGeneration forgetBefore withView. Extends the node's life and
  * returns Redis's generation: a marker made again whenever Redis lost its data, so each node learns that it must
  * hold its tabs again. Nodes whose life ended before `forgetBefore` leave the set here, so it stays as small as

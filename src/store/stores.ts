@@ -164,6 +164,7 @@ export interface Store {
   codes: CodeStore;
   /** QR requests whose codes are derived (docs/signing.md "Derived codes"). */
   qrRequests: QrRequestStore;
+  /** Results written to their pages before a clean stop of one node without Redis (docs/events.md "Restarts"). */
   writtenResults: WrittenResultStore;
   tabs: TabStore;
   identities: IdentityStore;

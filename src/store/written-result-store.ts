@@ -5,7 +5,7 @@
  * so a page gets each result once across a clean restart. Written once per stop, read by that replay only.
  */
 export interface WrittenResultStore {
-  /** Stores the keys (a key stored already keeps the later expiry), each kept until its `expiresAt`. */
+  /** Stores the keys, each kept until its `expiresAt` (a key stored already takes the new one). */
   remember(written: readonly { key: string; expiresAt: number }[]): Promise<void>;
   /** Which of `keys` are stored and unexpired at `now`. */
   writtenAmong(keys: readonly string[], now: number): Promise<Set<string>>;

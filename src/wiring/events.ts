@@ -22,9 +22,9 @@ import type { SharedState } from './shared.js';
 const HUB_SWEEP_MS = 5_000;
 /** How often unconfirmed XMPP messages are checked against their deadline (a no-op while none await one). */
 const CONFIRM_CHECK_MS = 1_000;
-/** How often a cluster node holds a share of its tabs again (each tab once per the hub's roll time). */
 /** Kept past a result's replay window, for a restart whose clock reads a little earlier. */
 const WRITTEN_RESULT_MARGIN_MS = 60_000;
+/** How often a cluster node holds a share of its tabs again (each tab once per the hub's roll time). */
 const ROLL_EVERY_MS = 1_000;
 /** The reference client polls again at once after an answer, or 5 s after an error. */
 const LONG_POLL_GAP_MS = 10_000;

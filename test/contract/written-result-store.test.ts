@@ -10,7 +10,7 @@ const NOW = 1_700_000_000_000;
 describe.each(BACKENDS)('written result store on $name', (backend) => {
   const s = useStores(backend);
 
-  it('tells which keys are kept and unexpired; a key kept again takes the later expiry', async () => {
+  it('tells which keys are kept and unexpired; a key kept again takes the new expiry', async () => {
     await s.store.writtenResults.remember([
       { key: 'r-one', expiresAt: NOW + 10 },
       { key: 'r-two', expiresAt: NOW + 20 },
