@@ -43,21 +43,29 @@ async function letGo(prefix: string): Promise<void> {
   await redis.hset(m, 'x', 1);
 }
 
+/**
+ * Two nodes; node 1 holds tab A with a page connected that got one event (id `before`) from node 2; then A's
+ * stream is let go as the check leaves it. `lost`: the tabs node 1 derived results again for.
+ */
+async function heldThenLetGo(name: string) {
+  const prefix = testPrefix(name);
+  const clock = new ManualClock();
+  const lost: TabAddress[] = [];
+  const [one, two] = [await node('node-1', prefix, clock, lost), await node('node-2', prefix, clock, [])];
+  await one.refresh();
+  const page = new FakeConnection();
+  await one.attach(A, page);
+  await two.deliver(A, { type: 'E', data: 1 });
+  await until(() => page.frames.length === 1, 'the first event');
+  const before = page.frames[0]!.id;
+  await letGo(prefix);
+  clock.advance(1_000);
+  return { one, two, page, before, lost, prefix };
+}
+
 describe('a held tab whose stream is lost and made again by an event', () => {
   it('its connection is told EventsLost before the event, and its node derives the results again once', async () => {
-    const prefix = testPrefix('remade');
-    const clock = new ManualClock();
-    const lost: TabAddress[] = [];
-    const [one, two] = [await node('node-1', prefix, clock, lost), await node('node-2', prefix, clock, [])];
-    await one.refresh();
-    const page = new FakeConnection();
-    await one.attach(A, page);
-    await two.deliver(A, { type: 'E', data: 1 });
-    await until(() => page.frames.length === 1, 'the first event');
-    const before = page.frames[0]!.id;
-
-    await letGo(prefix);
-    clock.advance(1_000);
+    const { one, two, page, before, lost } = await heldThenLetGo('remade');
     await two.deliver(A, { type: 'E', data: 2 });
     await until(() => lost.length > 0 && page.frames.length >= 3, 'EventsLost, the event and the derivation');
     expect(page.frames.map((f) => f.type)).toEqual(['E', 'EventsLost', 'E']);
@@ -74,19 +82,7 @@ describe('a held tab whose stream is lost and made again by an event', () => {
   });
 
   it('a quiet tab: its holder\'s read after a resubscription finds the stream let go, and the tab is held again at once, its connection told EventsLost and its results derived again', async () => {
-    const prefix = testPrefix('letgo');
-    const clock = new ManualClock();
-    const lost: TabAddress[] = [];
-    const [one, two] = [await node('node-1', prefix, clock, lost), await node('node-2', prefix, clock, [])];
-    await one.refresh();
-    const page = new FakeConnection();
-    await one.attach(A, page);
-    await two.deliver(A, { type: 'E', data: 1 });
-    await until(() => page.frames.length === 1, 'the first event');
-    const before = page.frames[0]!.id;
-
-    await letGo(prefix);
-    clock.advance(1_000);
+    const { one, two, page, before, lost, prefix } = await heldThenLetGo('letgo');
     // Node 1's subscriber cut: it comes back, subscribes again and reads its open tabs' streams, the read an
     // event announced during a fail-over also makes. No event follows.
     const redis = connections[0]!.client;
