@@ -9,6 +9,16 @@ import { boundedCommands, withDeadline } from './deadline.js';
 /** How often the subscriptions' client reads the cluster's slot map (`CLUSTER SLOTS`). */
 const SUBSCRIBER_SLOTS_REFRESH_MS = 5_000;
 
+/** A redirection the client handed back instead of following it. */
+const REDIRECTION = /^(MOVED|ASK)\b/;
+
+/**
+ * Reads the slot map again, resolving once read (or failed: the client then goes on with what it has). The
+ * client follows a MOVED by itself only when every command of an automatic pipeline got the same one; otherwise
+ * it hands each its error and keeps its old map, so the node would send the next command to the same wrong place.
+ */
+const refreshSlots = (cluster: Cluster): Promise<void> => new Promise((resolve) => cluster.refreshSlotsCache(() => resolve()));
+
 export interface RedisClusterConnectOptions {
   /** Put before every key and channel name, as on one Redis (docs/configuration.md `redisKeyPrefix`). */
   prefix?: string;
@@ -77,8 +87,13 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     watch(cluster, role, moduleLog, 'Redis Cluster');
     return cluster;
   };
+  /** `cluster`'s commands bounded in time; a redirection handed back makes it read the slot map again. */
+  const bounded = (cluster: Cluster): Cluster =>
+    boundedCommands(cluster, undefined, (err) => {
+      if (err instanceof Error && REDIRECTION.test(err.message)) void refreshSlots(cluster);
+    });
   const raw = open('commands', false);
-  const client = boundedCommands(raw);
+  const client = bounded(raw);
   checkVersionOnReady(client, 'Redis Cluster', moduleLog);
   let everReady = false;
   client.on('ready', () => (everReady = true));
@@ -108,6 +123,9 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     const again = confirmed;
     confirmed = true;
     if (!again) return;
+    // The subscriptions' client saw the slot map change (a fail-over, a re-shard): the listeners now read what was
+    // missed, through the command clients, which must know the new map first or they would read the wrong node.
+    await Promise.all([raw, ...extra].map(refreshSlots));
     resubscribed.tell();
   };
   // The client made its sharded subscribers again (a shard lost, slots moved), or connected for the first time.
@@ -147,7 +165,7 @@ export function connectRedisCluster(urls: readonly string[], log: Logger, option
     duplicate(role) {
       const cluster = open(role, false);
       extra.push(cluster);
-      return boundedCommands(cluster);
+      return bounded(cluster);
     },
     get ready() {
       return client.status === 'ready';

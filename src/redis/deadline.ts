@@ -16,16 +16,21 @@ export function withDeadline<T>(promise: Promise<T>, ms = REDIS_COMMAND_TIMEOUT_
 
 /**
  * `target` with every method that answers a promise bounded by `withDeadline` (the broker's scripts, SPUBLISH,
- * PING …); other members as they are.
+ * PING …); other members as they are. `onRejected` sees each such command's error before its caller does.
  */
-export function boundedCommands<T extends object>(target: T, ms = REDIS_COMMAND_TIMEOUT_MS): T {
+export function boundedCommands<T extends object>(target: T, ms = REDIS_COMMAND_TIMEOUT_MS, onRejected?: (err: unknown) => void): T {
   return new Proxy(target, {
     get(object, property, receiver) {
       const value: unknown = Reflect.get(object, property, receiver);
       if (typeof value !== 'function') return value;
       return (...args: unknown[]) => {
         const result: unknown = (value as (...a: unknown[]) => unknown).apply(object, args);
-        return result instanceof Promise ? withDeadline(result, ms) : result;
+        if (!(result instanceof Promise)) return result;
+        const bounded = withDeadline(result, ms);
+        return onRejected ? bounded.catch((err: unknown) => {
+          onRejected(err);
+          throw err;
+        }) : bounded;
       };
     },
   });
