@@ -13,8 +13,8 @@ const CLIENT_MESSAGES = /^(Command timed out|Reached the max retries per request
  * Error replies of a Redis that cannot serve now (Redis documentation, "Error replies"): LOADING (reading
  * its data at start), BUSY (a script runs too long), MASTERDOWN and READONLY (Sentinel fail-over),
  * CLUSTERDOWN and TRYAGAIN (Redis Cluster re-sharding), MOVED and ASK when the Cluster client hands one back
- * instead of following it (seen while it learned the new primary after a fail-over): asked again a moment
- * later, the command reaches the right node.
+ * instead of following it (seen while it learned the new primary after a fail-over): the client then reads
+ * the slot map again (cluster-connection.ts), so asked again a moment later, the command reaches the right node.
  */
 const UNAVAILABLE_REPLIES = /^(LOADING|BUSY|MASTERDOWN|READONLY|CLUSTERDOWN|TRYAGAIN|MOVED|ASK)\b/;
 
